@@ -1,0 +1,214 @@
+// Package account holds accounts and their API keys, and turns a login and a
+// key into the authenticated Principal.
+//
+// Keys are "pl_" followed by 43 base64url characters (32 random bytes). Only
+// their SHA-256 is stored; the plain key is shown once, at creation. Lookup
+// is by hash, so a request costs one indexed read and no bcrypt.
+package account
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"time"
+
+	"github.com/postline/postline/internal/apperr"
+)
+
+// Account is a tenant: it owns domains and API keys.
+type Account struct {
+	ID         int64
+	Login      string
+	CreatedAt  time.Time
+	DisabledAt *time.Time
+}
+
+// Key is an API key's record; the plain key is never stored.
+type Key struct {
+	ID         int64
+	AccountID  int64
+	Name       string
+	Prefix     string // the first characters of the key, to recognise it in lists
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+// Principal is who a request acts as.
+type Principal struct {
+	AccountID int64
+	Login     string
+	KeyID     int64
+}
+
+// Store is the storage the account service needs. Missing rows are
+// apperr.NotFound and duplicates apperr.Conflict.
+type Store interface {
+	CreateAccount(ctx context.Context, login string, now time.Time) (Account, error)
+	AccountByLogin(ctx context.Context, login string) (Account, error)
+	ListAccounts(ctx context.Context) ([]Account, error)
+	DisableAccount(ctx context.Context, id int64, now time.Time) error
+	CountAccounts(ctx context.Context) (int, error)
+	CreateKey(ctx context.Context, k Key, hash string) (Key, error)
+	ListKeys(ctx context.Context, accountID int64) ([]Key, error)
+	RevokeKey(ctx context.Context, id int64, now time.Time) error
+	// KeyByHash returns the key with that hash and its account.
+	KeyByHash(ctx context.Context, hash string) (Key, Account, error)
+	TouchKey(ctx context.Context, id int64, now time.Time) error
+}
+
+// Service is the account capability.
+type Service struct {
+	store Store
+	now   func() time.Time
+}
+
+// NewService returns a Service; now may be nil for time.Now.
+func NewService(store Store, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{store: store, now: now}
+}
+
+// touchEvery bounds last_used_at writes to one per key per minute, so that
+// authentication stays a read on the hot path.
+const touchEvery = time.Minute
+
+// Authenticate checks a login and key. A wrong login, unknown or revoked
+// key is apperr.Unauthorized; a valid key of a disabled account is
+// apperr.AuthMissing (the document's "user authentication missing").
+func (s *Service) Authenticate(ctx context.Context, login, key string) (Principal, error) {
+	k, a, err := s.store.KeyByHash(ctx, hashKey(key))
+	if apperr.CodeOf(err) == apperr.NotFound {
+		return Principal{}, apperr.Errorf(apperr.Unauthorized, "Invalid credentials")
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	if subtle.ConstantTimeCompare([]byte(login), []byte(a.Login)) != 1 || k.RevokedAt != nil {
+		return Principal{}, apperr.Errorf(apperr.Unauthorized, "Invalid credentials")
+	}
+	if a.DisabledAt != nil {
+		return Principal{}, apperr.Errorf(apperr.AuthMissing, "User authentication missing")
+	}
+	now := s.now()
+	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= touchEvery {
+		if err := s.store.TouchKey(ctx, k.ID, now); err != nil {
+			return Principal{}, err
+		}
+	}
+	return Principal{AccountID: a.ID, Login: a.Login, KeyID: k.ID}, nil
+}
+
+// CreateUser creates an account.
+func (s *Service) CreateUser(ctx context.Context, login string) (Account, error) {
+	if err := checkLogin(login); err != nil {
+		return Account{}, err
+	}
+	a, err := s.store.CreateAccount(ctx, login, s.now())
+	if apperr.CodeOf(err) == apperr.Conflict {
+		return Account{}, apperr.Errorf(apperr.Conflict, "account %q already exists", login)
+	}
+	return a, err
+}
+
+// User returns an account by login.
+func (s *Service) User(ctx context.Context, login string) (Account, error) {
+	a, err := s.store.AccountByLogin(ctx, login)
+	if apperr.CodeOf(err) == apperr.NotFound {
+		return Account{}, apperr.Errorf(apperr.NotFound, "account %q not found", login)
+	}
+	return a, err
+}
+
+// Users lists all accounts.
+func (s *Service) Users(ctx context.Context) ([]Account, error) { return s.store.ListAccounts(ctx) }
+
+// DisableUser disables an account: its keys stop working.
+func (s *Service) DisableUser(ctx context.Context, login string) error {
+	a, err := s.User(ctx, login)
+	if err != nil {
+		return err
+	}
+	return s.store.DisableAccount(ctx, a.ID, s.now())
+}
+
+// CreateKey makes a new key for login and returns the plain key, which is
+// not recoverable afterwards.
+func (s *Service) CreateKey(ctx context.Context, login, name string) (string, Key, error) {
+	if len(name) > 100 {
+		return "", Key{}, apperr.Field("name", "name must be at most 100 characters")
+	}
+	a, err := s.User(ctx, login)
+	if err != nil {
+		return "", Key{}, err
+	}
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return "", Key{}, err
+	}
+	plain := "pl_" + base64.RawURLEncoding.EncodeToString(buf)
+	k, err := s.store.CreateKey(ctx, Key{AccountID: a.ID, Name: name, Prefix: plain[:10], CreatedAt: s.now()}, hashKey(plain))
+	return plain, k, err
+}
+
+// Keys lists login's keys, revoked ones included.
+func (s *Service) Keys(ctx context.Context, login string) ([]Key, error) {
+	a, err := s.User(ctx, login)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.ListKeys(ctx, a.ID)
+}
+
+// RevokeKey revokes a key by id; revoking twice is not an error.
+func (s *Service) RevokeKey(ctx context.Context, id int64) error {
+	err := s.store.RevokeKey(ctx, id, s.now())
+	if apperr.CodeOf(err) == apperr.NotFound {
+		return apperr.Errorf(apperr.NotFound, "key %d not found", id)
+	}
+	return err
+}
+
+// BootstrapLogin is the account created on first start.
+const BootstrapLogin = "admin"
+
+// Bootstrap creates the admin account with one key when there are no
+// accounts at all, and returns the key; created is false otherwise (also
+// when another process bootstrapped first).
+func (s *Service) Bootstrap(ctx context.Context) (key string, created bool, err error) {
+	n, err := s.store.CountAccounts(ctx)
+	if err != nil || n > 0 {
+		return "", false, err
+	}
+	if _, err := s.CreateUser(ctx, BootstrapLogin); err != nil {
+		if apperr.CodeOf(err) == apperr.Conflict {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	key, _, err = s.CreateKey(ctx, BootstrapLogin, "bootstrap")
+	return key, err == nil, err
+}
+
+func hashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// checkLogin keeps logins safe for Basic auth (no colon) and for URLs.
+func checkLogin(login string) error {
+	if len(login) < 1 || len(login) > 64 {
+		return apperr.Field("login", "login must be 1 to 64 characters")
+	}
+	for _, c := range login {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return apperr.Field("login", "login may contain only a-z, 0-9, '.', '_' and '-'")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+// Package config holds Postline's configuration: one value built from
+// defaults, an optional JSON file, POSTLINE_* environment variables and
+// command-line flags, in rising order of precedence. Every subcommand reads
+// the same configuration so the CLI and `serve` agree on the database.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Config is the whole configuration. It is a value: pass it, never store it
+// in a global.
+type Config struct {
+	Addr        string // HTTP listen address
+	DataDir     string // SQLite file, secret key
+	DatabaseURL string // sqlite:PATH or postgres://...
+	PublicURL   string // base URL for tracking links
+	DNSServer   string // host:port of the resolver; empty = the system's
+	SMTPListen  string // inbound SMTP for bounces; empty = off
+
+	RateValidationPerHour int    // per account, validation endpoints
+	RateDomainPerMinute   int    // per account, domain endpoints
+	RateStore             string // memory | database | redis
+	RedisURL              string // redis://host:port/db, for RateStore redis
+
+	MXPort        int             // port for direct-to-MX delivery
+	RetrySchedule []time.Duration // delays between attempts
+	MaxMessageAge time.Duration   // give up after this
+
+	SecretKey      string   // base64 32-byte key for secrets at rest; empty = DataDir/secret.key
+	RelayAllowlist []string // SMTP relay hosts tenants may set over the API
+	SPFRecord      string   // the SPF TXT value domains are told to publish
+
+	LogFormat string // text | json
+	LogLevel  string // debug | info | warn | error
+
+	ShutdownTimeout time.Duration
+}
+
+// Default returns the configuration used when nothing is set.
+func Default() Config {
+	return Config{
+		Addr:                  "127.0.0.1:8025",
+		DataDir:               "./postline-data",
+		RateValidationPerHour: 1000,
+		RateDomainPerMinute:   120,
+		MXPort:                25,
+		RetrySchedule: []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+			time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour},
+		MaxMessageAge:   24 * time.Hour,
+		SPFRecord:       "v=spf1 a mx ~all",
+		LogFormat:       "text",
+		LogLevel:        "info",
+		ShutdownTimeout: 15 * time.Second,
+	}
+}
+
+// Database returns the effective database URL: DatabaseURL, or SQLite in
+// the data directory.
+func (c Config) Database() string {
+	if c.DatabaseURL != "" {
+		return c.DatabaseURL
+	}
+	return "sqlite:" + filepath.Join(c.DataDir, "postline.db")
+}
+
+// IsPostgres reports whether the database is PostgreSQL.
+func (c Config) IsPostgres() bool {
+	u := c.Database()
+	return strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://")
+}
+
+// EffectivePublicURL is PublicURL, or http:// + Addr.
+func (c Config) EffectivePublicURL() string {
+	if c.PublicURL != "" {
+		return strings.TrimRight(c.PublicURL, "/")
+	}
+	return "http://" + c.Addr
+}
+
+// EffectiveRateStore is RateStore, or the default for the database: memory
+// for SQLite (one process), database for PostgreSQL (shared by processes).
+func (c Config) EffectiveRateStore() string {
+	if c.RateStore != "" {
+		return c.RateStore
+	}
+	if c.IsPostgres() {
+		return "database"
+	}
+	return "memory"
+}
+
+// Validate checks the configuration and names every bad setting.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: %s", name, fmt.Sprintf(format, args...)))
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		bad("addr", "want host:port, got %q", c.Addr)
+	}
+	if c.DataDir == "" {
+		bad("data-dir", "must not be empty")
+	}
+	db := c.Database()
+	if !strings.HasPrefix(db, "sqlite:") && !c.IsPostgres() {
+		bad("database-url", "want sqlite:PATH or postgres://..., got %q", redact(db))
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("public-url", "want an http(s) URL, got %q", c.PublicURL)
+		}
+	}
+	for name, hp := range map[string]string{"dns-server": c.DNSServer, "smtp-listen": c.SMTPListen} {
+		if hp == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(hp); err != nil {
+			bad(name, "want host:port, got %q", hp)
+		}
+	}
+	if c.RateValidationPerHour < 1 {
+		bad("rate-validation-per-hour", "must be at least 1, got %d", c.RateValidationPerHour)
+	}
+	if c.RateDomainPerMinute < 1 {
+		bad("rate-domain-per-minute", "must be at least 1, got %d", c.RateDomainPerMinute)
+	}
+	switch c.EffectiveRateStore() {
+	case "memory", "database":
+	case "redis":
+		if c.RedisURL == "" {
+			bad("redis-url", "required when rate-store is redis")
+		}
+	default:
+		bad("rate-store", "want memory, database or redis, got %q", c.RateStore)
+	}
+	if c.MXPort < 1 || c.MXPort > 65535 {
+		bad("mx-port", "must be 1..65535, got %d", c.MXPort)
+	}
+	if len(c.RetrySchedule) == 0 {
+		bad("retry-schedule", "needs at least one delay")
+	}
+	for _, d := range c.RetrySchedule {
+		if d <= 0 {
+			bad("retry-schedule", "delays must be positive, got %s", d)
+		}
+	}
+	if c.MaxMessageAge <= 0 {
+		bad("max-message-age", "must be positive")
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("log-format", "want text or json, got %q", c.LogFormat)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log-level", "want debug, info, warn or error, got %q", c.LogLevel)
+	}
+	return errors.Join(errs...)
+}
+
+// redact hides a password in a database URL.
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}

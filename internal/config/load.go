@@ -1,0 +1,152 @@
+package config
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Loader binds the configuration flags to a FlagSet. After the FlagSet is
+// parsed, Load applies the file and environment to every flag that was not
+// given on the command line.
+type Loader struct {
+	fs     *flag.FlagSet
+	cfg    *Config
+	file   *string
+	getenv func(string) string
+}
+
+// Register adds the configuration flags (and --config) to fs. getenv is
+// usually os.Getenv; tests pass their own.
+func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
+	cfg := Default()
+	l := &Loader{fs: fs, cfg: &cfg, getenv: getenv}
+	l.file = fs.String("config", "", "JSON file of settings keyed by flag name (env POSTLINE_CONFIG)")
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "HTTP listen address")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the SQLite file and keys")
+	fs.StringVar(&cfg.DatabaseURL, "database-url", "", "sqlite:PATH or postgres://... (default SQLite in the data dir)")
+	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL used in tracking links (default http://ADDR)")
+	fs.StringVar(&cfg.DNSServer, "dns-server", "", "host:port of the resolver for DNS checks (default the system's)")
+	fs.StringVar(&cfg.SMTPListen, "smtp-listen", "", "inbound SMTP listen address for bounces (off when empty)")
+	fs.IntVar(&cfg.RateValidationPerHour, "rate-validation-per-hour", cfg.RateValidationPerHour, "validation requests per account per hour")
+	fs.IntVar(&cfg.RateDomainPerMinute, "rate-domain-per-minute", cfg.RateDomainPerMinute, "domain endpoint requests per account per minute")
+	fs.StringVar(&cfg.RateStore, "rate-store", "", "rate-limit counters: memory, database or redis (default memory on SQLite, database on PostgreSQL)")
+	fs.StringVar(&cfg.RedisURL, "redis-url", "", "redis://host:port/db for rate-store redis")
+	fs.IntVar(&cfg.MXPort, "mx-port", cfg.MXPort, "port for direct-to-MX delivery")
+	fs.Func("retry-schedule", "comma-separated delays between delivery attempts (default 1m,5m,15m,30m,1h,2h,4h,8h)", func(s string) error {
+		d, err := parseDurations(s)
+		if err == nil {
+			cfg.RetrySchedule = d
+		}
+		return err
+	})
+	fs.DurationVar(&cfg.MaxMessageAge, "max-message-age", cfg.MaxMessageAge, "give up delivering after this")
+	fs.StringVar(&cfg.SecretKey, "secret-key", "", "base64 32-byte key encrypting secrets at rest (default DATA_DIR/secret.key; set it when several processes share PostgreSQL)")
+	fs.Func("relay-allowlist", "comma-separated SMTP relay hosts (or *.suffix) tenants may configure over the API", func(s string) error {
+		cfg.RelayAllowlist = splitList(s)
+		return nil
+	})
+	fs.StringVar(&cfg.SPFRecord, "spf-record", cfg.SPFRecord, "SPF TXT value domains are asked to publish")
+	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "text or json")
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long in-flight requests may take on SIGTERM")
+	return l
+}
+
+// Load applies the file and environment to flags not set on the command
+// line, validates, and returns the configuration. Call it after fs.Parse.
+func (l *Loader) Load() (Config, error) {
+	explicit := map[string]bool{}
+	l.fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	path := *l.file
+	if path == "" {
+		path = l.getenv("POSTLINE_CONFIG")
+	}
+	fileVals := map[string]string{}
+	if path != "" {
+		var err error
+		if fileVals, err = readFile(path); err != nil {
+			return Config{}, err
+		}
+	}
+	var err error
+	l.fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || explicit[f.Name] || f.Name == "config" {
+			return
+		}
+		env := "POSTLINE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		v, ok := l.getenv(env), false
+		if v != "" {
+			ok = true
+		} else if fv, has := fileVals[f.Name]; has {
+			v, ok, env = fv, true, path+": "+f.Name
+		}
+		if !ok {
+			return
+		}
+		if e := f.Value.Set(v); e != nil {
+			err = fmt.Errorf("config: %s: %v", env, e)
+		}
+	})
+	if err != nil {
+		return Config{}, err
+	}
+	return *l.cfg, l.cfg.Validate()
+}
+
+func readFile(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("config: %s: not a JSON object: %v", path, err)
+	}
+	out := make(map[string]string, len(raw))
+	for k, v := range raw {
+		switch v := v.(type) {
+		case string:
+			out[k] = v
+		case float64:
+			out[k] = strconv.FormatFloat(v, 'f', -1, 64)
+		case bool:
+			out[k] = strconv.FormatBool(v)
+		case []any:
+			parts := make([]string, len(v))
+			for i, p := range v {
+				parts[i] = fmt.Sprint(p)
+			}
+			out[k] = strings.Join(parts, ",")
+		default:
+			return nil, fmt.Errorf("config: %s: %s: unsupported value %v", path, k, v)
+		}
+	}
+	return out, nil
+}
+
+func parseDurations(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, p := range splitList(s) {
+		d, err := time.ParseDuration(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

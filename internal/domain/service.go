@@ -1,0 +1,245 @@
+package domain
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/postline/postline/internal/apperr"
+	"golang.org/x/net/idna"
+)
+
+// Config configures the Service.
+type Config struct {
+	// RelayAllowlist lists SMTP relay hosts (exact, or "*.suffix") a tenant
+	// may configure over the API; operators using the CLI are not limited.
+	RelayAllowlist []string
+	SPFRecord      string // TXT value to publish at the domain
+	PublicHost     string // target of tracking CNAMEs
+	DKIMKeyBits    int    // default 2048
+	Now            func() time.Time
+}
+
+// Service is the domain capability.
+type Service struct {
+	store    Store
+	resolver Resolver
+	cfg      Config
+}
+
+// NewService returns a Service. resolver may be nil when verification is
+// never used (some CLI commands).
+func NewService(store Store, resolver Resolver, cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.DKIMKeyBits == 0 {
+		cfg.DKIMKeyBits = 2048
+	}
+	if cfg.SPFRecord == "" {
+		cfg.SPFRecord = "v=spf1 a mx ~all"
+	}
+	return &Service{store: store, resolver: resolver, cfg: cfg}
+}
+
+// AddParams describes a new domain.
+type AddParams struct {
+	AccountID int64
+	Name      string
+	Delivery  Delivery
+	// Trusted skips the relay allowlist (the operator's CLI).
+	Trusted bool
+}
+
+// Add creates a domain with a fresh DKIM key.
+func (s *Service) Add(ctx context.Context, p AddParams) (Domain, error) {
+	fe := apperr.FieldErrors{}
+	name, err := NormalizeName(p.Name)
+	if err != nil {
+		fe.Add("name", err.Error())
+	}
+	s.checkDelivery(fe, &p.Delivery, p.Trusted)
+	if err := fe.Err(); err != nil {
+		return Domain{}, err
+	}
+	key, err := rsa.GenerateKey(rand.Reader, s.cfg.DKIMKeyBits)
+	if err != nil {
+		return Domain{}, err
+	}
+	priv, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return Domain{}, err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return Domain{}, err
+	}
+	now := s.cfg.Now().UTC()
+	d, err := s.store.CreateDomain(ctx, Domain{
+		AccountID:      p.AccountID,
+		Name:           name,
+		CreatedAt:      now,
+		DKIMSelector:   "pl" + now.Format("200601"),
+		DKIMPrivateKey: priv,
+		DKIMPublicKey:  base64.StdEncoding.EncodeToString(pub),
+		Delivery:       p.Delivery,
+	})
+	if apperr.CodeOf(err) == apperr.Conflict {
+		return Domain{}, apperr.Errorf(apperr.Conflict, "domain %s is already registered", name)
+	}
+	return d, err
+}
+
+// Get returns a domain by name, whoever owns it (operator use).
+func (s *Service) Get(ctx context.Context, name string) (Domain, error) {
+	n, err := NormalizeName(name)
+	if err != nil {
+		return Domain{}, apperr.Errorf(apperr.NotFound, "domain %s not found", name)
+	}
+	d, err := s.store.DomainByName(ctx, n)
+	if apperr.CodeOf(err) == apperr.NotFound {
+		return Domain{}, apperr.Errorf(apperr.NotFound, "domain %s not found", name)
+	}
+	return d, err
+}
+
+// Owned returns the domain when accountID owns it, else NotFound (the same
+// answer as for a domain that does not exist).
+func (s *Service) Owned(ctx context.Context, accountID int64, name string) (Domain, error) {
+	d, err := s.Get(ctx, name)
+	if err == nil && d.AccountID != accountID {
+		err = apperr.Errorf(apperr.NotFound, "domain %s not found", name)
+	}
+	return d, err
+}
+
+// List returns an account's domains, by name.
+func (s *Service) List(ctx context.Context, accountID int64) ([]Domain, error) {
+	return s.store.ListDomains(ctx, accountID)
+}
+
+// Remove deletes a domain.
+func (s *Service) Remove(ctx context.Context, d Domain) error { return s.store.DeleteDomain(ctx, d.ID) }
+
+// SetTracking sets (host non-empty) or removes (host empty) the tracking
+// domain. Removing is idempotent.
+func (s *Service) SetTracking(ctx context.Context, d Domain, host string) (Domain, error) {
+	h, err := s.subdomainOrEmpty("host", host)
+	if err != nil {
+		return d, err
+	}
+	d.TrackingDomain = h
+	return d, s.store.UpdateDomain(ctx, d)
+}
+
+// SetAuth sets or removes the authentication (return-path and DKIM d=)
+// domain. Removing is idempotent.
+func (s *Service) SetAuth(ctx context.Context, d Domain, host string) (Domain, error) {
+	h, err := s.subdomainOrEmpty("host", host)
+	if err != nil {
+		return d, err
+	}
+	d.AuthDomain = h
+	return d, s.store.UpdateDomain(ctx, d)
+}
+
+func (s *Service) subdomainOrEmpty(field, host string) (string, error) {
+	if host == "" {
+		return "", nil
+	}
+	h, err := NormalizeName(host)
+	if err != nil {
+		return "", apperr.Field(field, err.Error())
+	}
+	return h, nil
+}
+
+// SetDelivery replaces the delivery settings.
+func (s *Service) SetDelivery(ctx context.Context, d Domain, del Delivery, trusted bool) (Domain, error) {
+	fe := apperr.FieldErrors{}
+	s.checkDelivery(fe, &del, trusted)
+	if err := fe.Err(); err != nil {
+		return d, err
+	}
+	d.Delivery = del
+	return d, s.store.UpdateDomain(ctx, d)
+}
+
+func (s *Service) checkDelivery(fe apperr.FieldErrors, del *Delivery, trusted bool) {
+	switch del.Mode {
+	case ModeDirect:
+		if del.Host != "" || del.User != "" || del.Password != "" {
+			fe.Add("delivery.mode", "direct delivery takes no SMTP host or credentials")
+		}
+		del.Port, del.TLS = 0, ""
+		return
+	case ModeSMTP:
+	default:
+		fe.Add("delivery.mode", "must be direct or smtp")
+		return
+	}
+	host := strings.ToLower(strings.TrimSpace(del.Host))
+	if host == "" || len(host) > 253 || strings.ContainsAny(host, " /:@\r\n") {
+		fe.Add("delivery.host", "must be a host name or IP address")
+	} else if !trusted && !allowed(host, s.cfg.RelayAllowlist) {
+		fe.Add("delivery.host", fmt.Sprintf("relay host %s is not on the operator's allowlist", host))
+	}
+	del.Host = host
+	if del.Port == 0 {
+		del.Port = 587
+	}
+	if del.Port < 1 || del.Port > 65535 {
+		fe.Add("delivery.port", "must be 1 to 65535")
+	}
+	switch del.TLS {
+	case "":
+		del.TLS = TLSStartTLS
+	case TLSNone, TLSStartTLS, TLSImplicit:
+	default:
+		fe.Add("delivery.tls", "must be none, starttls or tls")
+	}
+	if len(del.User) > 255 || len(del.Password) > 255 {
+		fe.Add("delivery.user", "user and password must be at most 255 characters")
+	}
+	if (del.User == "") != (del.Password == "") {
+		fe.Add("delivery.password", "user and password go together")
+	}
+}
+
+func allowed(host string, list []string) bool {
+	for _, p := range list {
+		p = strings.ToLower(p)
+		if suffix, ok := strings.CutPrefix(p, "*."); ok {
+			if strings.HasSuffix(host, "."+suffix) {
+				return true
+			}
+		} else if host == p {
+			return true
+		}
+	}
+	return false
+}
+
+// NormalizeName turns a domain name into its lower-case A-label form and
+// checks it is a plausible public host name (at least two labels).
+func NormalizeName(name string) (string, error) {
+	n := strings.TrimSuffix(strings.TrimSpace(name), ".")
+	if n == "" {
+		return "", fmt.Errorf("domain name is required")
+	}
+	a, err := idna.Lookup.ToASCII(n)
+	if err != nil || len(a) > 253 || !strings.Contains(a, ".") {
+		return "", fmt.Errorf("%q is not a valid domain name", name)
+	}
+	for _, l := range strings.Split(a, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return "", fmt.Errorf("%q is not a valid domain name", name)
+		}
+	}
+	return strings.ToLower(a), nil
+}

@@ -1,0 +1,48 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redis is a Counter shared by every process using the same Redis.
+type Redis struct {
+	client *redis.Client
+	prefix string
+}
+
+// NewRedis connects to url (redis://host:port/db) and checks it answers.
+func NewRedis(ctx context.Context, url, prefix string) (*Redis, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("ratelimit: redis-url: %w", err)
+	}
+	c := redis.NewClient(opt)
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("ratelimit: redis: %w", err)
+	}
+	return &Redis{client: c, prefix: prefix}, nil
+}
+
+// Incr implements Counter with INCR and a TTL set in the same round trip.
+func (r *Redis) Incr(ctx context.Context, key string, windowStart time.Time, expire time.Duration) (int64, error) {
+	k := r.prefix + key + ":" + strconv.FormatInt(windowStart.Unix(), 10)
+	var incr *redis.IntCmd
+	_, err := r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		incr = p.Incr(ctx, k)
+		p.ExpireNX(ctx, k, expire+time.Second)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("ratelimit: redis: %w", err)
+	}
+	return incr.Val(), nil
+}
+
+// Close closes the client.
+func (r *Redis) Close() error { return r.client.Close() }

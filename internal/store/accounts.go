@@ -1,0 +1,153 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/apperr"
+)
+
+// Accounts implements account.Store.
+type Accounts struct{ db *DB }
+
+var _ account.Store = Accounts{}
+
+// NewAccounts returns the account store.
+func NewAccounts(db *DB) Accounts { return Accounts{db: db} }
+
+// CreateAccount implements account.Store.
+func (s Accounts) CreateAccount(ctx context.Context, login string, now time.Time) (account.Account, error) {
+	a := account.Account{Login: login, CreatedAt: fromMS(ms(now))}
+	err := s.db.w.QueryRowContext(ctx,
+		`INSERT INTO accounts (login, created_at) VALUES ($1, $2) RETURNING id`, login, ms(now)).Scan(&a.ID)
+	if isUnique(err) {
+		return a, apperr.Errorf(apperr.Conflict, "account exists")
+	}
+	return a, notFound(err, "account")
+}
+
+const accountCols = `id, login, created_at, disabled_at`
+
+func scanAccount(row interface{ Scan(...any) error }) (account.Account, error) {
+	var a account.Account
+	var created int64
+	var disabled sql.NullInt64
+	err := row.Scan(&a.ID, &a.Login, &created, &disabled)
+	a.CreatedAt, a.DisabledAt = fromMS(created), nullMS(disabled)
+	return a, err
+}
+
+// AccountByLogin implements account.Store.
+func (s Accounts) AccountByLogin(ctx context.Context, login string) (account.Account, error) {
+	a, err := scanAccount(s.db.r.QueryRowContext(ctx, `SELECT `+accountCols+` FROM accounts WHERE login = $1`, login))
+	return a, notFound(err, "account")
+}
+
+// ListAccounts implements account.Store.
+func (s Accounts) ListAccounts(ctx context.Context) ([]account.Account, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT `+accountCols+` FROM accounts ORDER BY login`)
+	if err != nil {
+		return nil, notFound(err, "accounts")
+	}
+	defer rows.Close()
+	var out []account.Account
+	for rows.Next() {
+		a, err := scanAccount(rows)
+		if err != nil {
+			return nil, notFound(err, "accounts")
+		}
+		out = append(out, a)
+	}
+	return out, notFound(rows.Err(), "accounts")
+}
+
+// DisableAccount implements account.Store.
+func (s Accounts) DisableAccount(ctx context.Context, id int64, now time.Time) error {
+	return s.exec1(ctx, "account", `UPDATE accounts SET disabled_at = COALESCE(disabled_at, $2) WHERE id = $1`, id, ms(now))
+}
+
+// CountAccounts implements account.Store.
+func (s Accounts) CountAccounts(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM accounts`).Scan(&n)
+	return n, notFound(err, "accounts")
+}
+
+// CreateKey implements account.Store.
+func (s Accounts) CreateKey(ctx context.Context, k account.Key, hash string) (account.Key, error) {
+	err := s.db.w.QueryRowContext(ctx,
+		`INSERT INTO api_keys (account_id, name, prefix, hash, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+		k.AccountID, k.Name, k.Prefix, hash, ms(k.CreatedAt)).Scan(&k.ID)
+	return k, notFound(err, "key")
+}
+
+const keyCols = `k.id, k.account_id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at`
+
+func scanKey(dest []any) (*account.Key, []any) {
+	k := &account.Key{}
+	return k, append(dest, &k.ID, &k.AccountID, &k.Name, &k.Prefix)
+}
+
+// ListKeys implements account.Store.
+func (s Accounts) ListKeys(ctx context.Context, accountID int64) ([]account.Key, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.account_id = $1 ORDER BY k.id`, accountID)
+	if err != nil {
+		return nil, notFound(err, "keys")
+	}
+	defer rows.Close()
+	var out []account.Key
+	for rows.Next() {
+		var created int64
+		var used, revoked sql.NullInt64
+		k, dest := scanKey(nil)
+		if err := rows.Scan(append(dest, &created, &used, &revoked)...); err != nil {
+			return nil, notFound(err, "keys")
+		}
+		k.CreatedAt, k.LastUsedAt, k.RevokedAt = fromMS(created), nullMS(used), nullMS(revoked)
+		out = append(out, *k)
+	}
+	return out, notFound(rows.Err(), "keys")
+}
+
+// RevokeKey implements account.Store.
+func (s Accounts) RevokeKey(ctx context.Context, id int64, now time.Time) error {
+	return s.exec1(ctx, "key", `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1`, id, ms(now))
+}
+
+// KeyByHash implements account.Store.
+func (s Accounts) KeyByHash(ctx context.Context, hash string) (account.Key, account.Account, error) {
+	var created, aCreated int64
+	var used, revoked, disabled sql.NullInt64
+	var a account.Account
+	k, dest := scanKey(nil)
+	err := s.db.r.QueryRowContext(ctx, `SELECT `+keyCols+`, a.id, a.login, a.created_at, a.disabled_at
+		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = $1`, hash).
+		Scan(append(dest, &created, &used, &revoked, &a.ID, &a.Login, &aCreated, &disabled)...)
+	k.CreatedAt, k.LastUsedAt, k.RevokedAt = fromMS(created), nullMS(used), nullMS(revoked)
+	a.CreatedAt, a.DisabledAt = fromMS(aCreated), nullMS(disabled)
+	return *k, a, notFound(err, "key")
+}
+
+// TouchKey implements account.Store.
+func (s Accounts) TouchKey(ctx context.Context, id int64, now time.Time) error {
+	_, err := s.db.w.ExecContext(ctx, `UPDATE api_keys SET last_used_at = $2 WHERE id = $1`, id, ms(now))
+	return notFound(err, "key")
+}
+
+// exec1 runs an update that must touch one row.
+func (s Accounts) exec1(ctx context.Context, what, q string, args ...any) error {
+	return exec1(ctx, s.db.w, what, q, args...)
+}
+
+func exec1(ctx context.Context, q Querier, what, query string, args ...any) error {
+	res, err := q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return notFound(err, what)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return apperr.Errorf(apperr.NotFound, "%s not found", what)
+	}
+	return nil
+}

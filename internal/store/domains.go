@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/secret"
+)
+
+// Domains implements domain.Store. DKIM private keys and SMTP passwords
+// are sealed with box before they reach the database.
+type Domains struct {
+	db  *DB
+	box *secret.Box
+}
+
+var _ domain.Store = Domains{}
+
+// NewDomains returns the domain store.
+func NewDomains(db *DB, box *secret.Box) Domains { return Domains{db: db, box: box} }
+
+const domainCols = `id, account_id, name, created_at, verified_at, dkim_selector, dkim_key, dkim_public,
+	delivery_mode, smtp_host, smtp_port, smtp_user, smtp_password, smtp_tls, tracking_domain, auth_domain`
+
+// CreateDomain implements domain.Store.
+func (s Domains) CreateDomain(ctx context.Context, d domain.Domain) (domain.Domain, error) {
+	err := s.db.w.QueryRowContext(ctx, `INSERT INTO domains (account_id, name, created_at, verified_at,
+		dkim_selector, dkim_key, dkim_public, delivery_mode, smtp_host, smtp_port, smtp_user, smtp_password,
+		smtp_tls, tracking_domain, auth_domain)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
+		d.AccountID, d.Name, ms(d.CreatedAt), msPtr(d), d.DKIMSelector, s.box.Seal(d.DKIMPrivateKey), d.DKIMPublicKey,
+		d.Delivery.Mode, d.Delivery.Host, d.Delivery.Port, d.Delivery.User, s.sealPassword(d.Delivery.Password),
+		d.Delivery.TLS, d.TrackingDomain, d.AuthDomain).Scan(&d.ID)
+	if isUnique(err) {
+		return d, apperr.Errorf(apperr.Conflict, "domain exists")
+	}
+	return d, notFound(err, "domain")
+}
+
+func msPtr(d domain.Domain) any {
+	if d.VerifiedAt == nil {
+		return nil
+	}
+	return ms(*d.VerifiedAt)
+}
+
+func (s Domains) sealPassword(p string) string {
+	if p == "" {
+		return ""
+	}
+	return s.box.Seal([]byte(p))
+}
+
+func (s Domains) scan(row interface{ Scan(...any) error }) (domain.Domain, error) {
+	var d domain.Domain
+	var created int64
+	var verified sql.NullInt64
+	var key, password string
+	err := row.Scan(&d.ID, &d.AccountID, &d.Name, &created, &verified, &d.DKIMSelector, &key, &d.DKIMPublicKey,
+		&d.Delivery.Mode, &d.Delivery.Host, &d.Delivery.Port, &d.Delivery.User, &password, &d.Delivery.TLS,
+		&d.TrackingDomain, &d.AuthDomain)
+	if err != nil {
+		return d, err
+	}
+	d.CreatedAt, d.VerifiedAt = fromMS(created), nullMS(verified)
+	if d.DKIMPrivateKey, err = s.box.Open(key); err != nil {
+		return d, fmt.Errorf("domain %s: DKIM key: %w", d.Name, err)
+	}
+	if password != "" {
+		p, err := s.box.Open(password)
+		if err != nil {
+			return d, fmt.Errorf("domain %s: SMTP password: %w", d.Name, err)
+		}
+		d.Delivery.Password = string(p)
+	}
+	return d, nil
+}
+
+// DomainByName implements domain.Store.
+func (s Domains) DomainByName(ctx context.Context, name string) (domain.Domain, error) {
+	d, err := s.scan(s.db.r.QueryRowContext(ctx, `SELECT `+domainCols+` FROM domains WHERE name = $1`, name))
+	return d, notFound(err, "domain")
+}
+
+// ListDomains implements domain.Store.
+func (s Domains) ListDomains(ctx context.Context, accountID int64) ([]domain.Domain, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT `+domainCols+` FROM domains WHERE account_id = $1 ORDER BY name`, accountID)
+	if err != nil {
+		return nil, notFound(err, "domains")
+	}
+	defer rows.Close()
+	var out []domain.Domain
+	for rows.Next() {
+		d, err := s.scan(rows)
+		if err != nil {
+			return nil, notFound(err, "domains")
+		}
+		out = append(out, d)
+	}
+	return out, notFound(rows.Err(), "domains")
+}
+
+// UpdateDomain implements domain.Store.
+func (s Domains) UpdateDomain(ctx context.Context, d domain.Domain) error {
+	return exec1(ctx, s.db.w, "domain", `UPDATE domains SET verified_at = $2, delivery_mode = $3, smtp_host = $4,
+		smtp_port = $5, smtp_user = $6, smtp_password = $7, smtp_tls = $8, tracking_domain = $9, auth_domain = $10
+		WHERE id = $1`,
+		d.ID, msPtr(d), d.Delivery.Mode, d.Delivery.Host, d.Delivery.Port, d.Delivery.User,
+		s.sealPassword(d.Delivery.Password), d.Delivery.TLS, d.TrackingDomain, d.AuthDomain)
+}
+
+// DeleteDomain implements domain.Store.
+func (s Domains) DeleteDomain(ctx context.Context, id int64) error {
+	return exec1(ctx, s.db.w, "domain", `DELETE FROM domains WHERE id = $1`, id)
+}

@@ -1,0 +1,47 @@
+package store
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/postline/postline/internal/ratelimit"
+)
+
+// RateCounter implements ratelimit.Counter in the database, so that every
+// process sharing a PostgreSQL database shares one budget.
+type RateCounter struct {
+	db        *DB
+	lastPrune atomic.Int64
+}
+
+var _ ratelimit.Counter = (*RateCounter)(nil)
+
+// NewRateCounter returns the database counter.
+func NewRateCounter(db *DB) *RateCounter { return &RateCounter{db: db} }
+
+// Incr implements ratelimit.Counter with one upsert.
+func (c *RateCounter) Incr(ctx context.Context, key string, windowStart time.Time, expire time.Duration) (int64, error) {
+	var n int64
+	err := c.db.w.QueryRowContext(ctx, `INSERT INTO rate_counters (key, window_start, count) VALUES ($1, $2, 1)
+		ON CONFLICT (key, window_start) DO UPDATE SET count = rate_counters.count + 1 RETURNING count`,
+		key, ms(windowStart)).Scan(&n)
+	if err != nil {
+		return 0, notFound(err, "rate counter")
+	}
+	c.prune(ctx, windowStart.Add(-expire))
+	return n, nil
+}
+
+// prune drops finished windows, at most once a minute per process. The
+// longest window is an hour, so anything that ended before the current
+// window of the caller began is dead.
+func (c *RateCounter) prune(ctx context.Context, before time.Time) {
+	now := time.Now().UnixMilli()
+	last := c.lastPrune.Load()
+	if now-last < int64(time.Minute/time.Millisecond) || !c.lastPrune.CompareAndSwap(last, now) {
+		return
+	}
+	cutoff := min(ms(before), now-int64(2*time.Hour/time.Millisecond))
+	c.db.w.ExecContext(ctx, `DELETE FROM rate_counters WHERE window_start < $1`, cutoff) //nolint:errcheck // best effort
+}

@@ -1,0 +1,181 @@
+// Package store is Postline's storage adapter: one implementation of the
+// capability Store interfaces over database/sql, for SQLite (modernc, the
+// embedded default) and PostgreSQL (pgx). The dialects differ in a handful
+// of statements (queue claiming, upserts' conflict targets, notifications);
+// those branch on DB.Dialect, everything else is shared SQL with $N
+// placeholders, which both drivers accept. Timestamps are BIGINT Unix
+// milliseconds in both dialects so that queries and indexes are identical.
+//
+// Why one package rather than sqlite/ and postgres/ twins: the two would
+// repeat the same queries line for line; the conformance suite in
+// storetest still runs every capability against both databases.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+	_ "modernc.org/sqlite"             // registers "sqlite"
+
+	"github.com/postline/postline/internal/apperr"
+)
+
+// Dialect names the database engine.
+type Dialect string
+
+// The supported dialects.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// DB is an open database. On SQLite writes go through a single connection
+// that starts transactions with BEGIN IMMEDIATE, so writers queue in Go
+// instead of failing with SQLITE_BUSY, while reads use a pool.
+type DB struct {
+	Dialect Dialect
+	URL     string
+	w       *sql.DB
+	r       *sql.DB
+}
+
+// Open opens the database named by url ("sqlite:PATH" or "postgres://...").
+// It does not migrate; call Migrate.
+func Open(ctx context.Context, url string) (*DB, error) {
+	switch {
+	case strings.HasPrefix(url, "sqlite:"):
+		return openSQLite(ctx, strings.TrimPrefix(url, "sqlite:"), url)
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		db, err := sql.Open("pgx", url)
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		db.SetMaxOpenConns(20)
+		db.SetMaxIdleConns(10)
+		db.SetConnMaxIdleTime(5 * time.Minute)
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("store: connect to PostgreSQL: %w", err)
+		}
+		return &DB{Dialect: Postgres, URL: url, w: db, r: db}, nil
+	default:
+		return nil, fmt.Errorf("store: unsupported database URL (want sqlite:PATH or postgres://...)")
+	}
+}
+
+func openSQLite(ctx context.Context, path, url string) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("store: sqlite: empty path")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)" +
+		"&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
+	w, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	r, err := sql.Open("sqlite", dsn+"&_pragma=query_only(ON)")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	r.SetMaxOpenConns(8)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return &DB{Dialect: SQLite, URL: url, w: w, r: r}, nil
+}
+
+// Close closes the database.
+func (db *DB) Close() error {
+	err := db.w.Close()
+	if db.r != db.w {
+		err = errors.Join(err, db.r.Close())
+	}
+	return err
+}
+
+// Ping checks the database answers a query.
+func (db *DB) Ping(ctx context.Context) error {
+	var one int
+	return db.r.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+}
+
+// Querier is what both *sql.DB and *sql.Tx offer.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// InTx runs fn in one write transaction, committed when fn returns nil.
+// Capabilities that must commit together (a message, its deliveries and
+// their queued events) share one.
+func (db *DB) InTx(ctx context.Context, fn func(q Querier) error) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+// Writer is the handle for writes outside explicit transactions.
+func (db *DB) Writer() Querier { return db.w }
+
+// Reader is the handle for reads.
+func (db *DB) Reader() Querier { return db.r }
+
+// SQL exposes the write handle for migrations and tools.
+func (db *DB) SQL() *sql.DB { return db.w }
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func nullMS(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMS(v.Int64)
+	return &t
+}
+
+// isUnique reports a unique-constraint violation in either dialect.
+func isUnique(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code == "23505"
+	}
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+// notFound maps sql.ErrNoRows to apperr.NotFound, and wraps other errors.
+func notFound(err error, what string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return apperr.Errorf(apperr.NotFound, "%s not found", what)
+	}
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", what, err)
+	}
+	return nil
+}

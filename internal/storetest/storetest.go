@@ -1,0 +1,151 @@
+// Package storetest is the conformance suite every storage dialect must
+// pass: the same assertions against SQLite and PostgreSQL.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/secret"
+	"github.com/postline/postline/internal/store"
+)
+
+// Run runs the suite; open returns a fresh migrated database per call.
+func Run(t *testing.T, open func(t *testing.T) *store.DB) {
+	t.Run("Accounts", func(t *testing.T) { t.Parallel(); testAccounts(t, open(t)) })
+	t.Run("Domains", func(t *testing.T) { t.Parallel(); testDomains(t, open(t)) })
+	t.Run("RateCounter", func(t *testing.T) { t.Parallel(); testRateCounter(t, open(t)) })
+	t.Run("MigrateTwice", func(t *testing.T) {
+		t.Parallel()
+		db := open(t)
+		if err := db.Migrate(context.Background()); err != nil {
+			t.Fatalf("second Migrate: %v", err)
+		}
+	})
+}
+
+var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func testAccounts(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	s := store.NewAccounts(db)
+	a, err := s.CreateAccount(ctx, "alice", now)
+	if err != nil || a.ID == 0 {
+		t.Fatalf("CreateAccount = %+v, %v", a, err)
+	}
+	if _, err := s.CreateAccount(ctx, "alice", now); apperr.CodeOf(err) != apperr.Conflict {
+		t.Fatalf("duplicate CreateAccount error = %v, want conflict", err)
+	}
+	if _, err := s.AccountByLogin(ctx, "bob"); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("AccountByLogin(bob) error = %v, want not_found", err)
+	}
+	k, err := s.CreateKey(ctx, account.Key{AccountID: a.ID, Name: "ci", Prefix: "pl_abc", CreatedAt: now}, "h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotK, gotA, err := s.KeyByHash(ctx, "h1")
+	if err != nil || gotK.ID != k.ID || gotA.Login != "alice" || gotK.Name != "ci" || !gotK.CreatedAt.Equal(now) {
+		t.Fatalf("KeyByHash = %+v %+v %v", gotK, gotA, err)
+	}
+	if err := s.TouchKey(ctx, k.ID, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeKey(ctx, k.ID, now.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeKey(ctx, 9999, now); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("RevokeKey(9999) = %v, want not_found", err)
+	}
+	keys, err := s.ListKeys(ctx, a.ID)
+	if err != nil || len(keys) != 1 || keys[0].RevokedAt == nil || keys[0].LastUsedAt == nil ||
+		!keys[0].LastUsedAt.Equal(now.Add(time.Hour)) {
+		t.Fatalf("ListKeys = %+v, %v; want one revoked key used at +1h", keys, err)
+	}
+	if err := s.DisableAccount(ctx, a.ID, now); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.CountAccounts(ctx); err != nil || n != 1 {
+		t.Fatalf("CountAccounts = %d, %v", n, err)
+	}
+	all, err := s.ListAccounts(ctx)
+	if err != nil || len(all) != 1 || all[0].DisabledAt == nil {
+		t.Fatalf("ListAccounts = %+v, %v; want alice disabled", all, err)
+	}
+}
+
+func testDomains(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	box, _ := secret.NewBox(bytes.Repeat([]byte{7}, 32))
+	s := store.NewDomains(db, box)
+	a, err := store.NewAccounts(db).CreateAccount(ctx, "alice", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := domain.Domain{AccountID: a.ID, Name: "example.org", CreatedAt: now, DKIMSelector: "pl1",
+		DKIMPrivateKey: []byte("private"), DKIMPublicKey: "pub",
+		Delivery: domain.Delivery{Mode: domain.ModeSMTP, Host: "smtp.example.net", Port: 587, User: "u", Password: "hunter2", TLS: "starttls"}}
+	d, err = s.CreateDomain(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateDomain(ctx, d); apperr.CodeOf(err) != apperr.Conflict {
+		t.Fatalf("duplicate CreateDomain = %v, want conflict", err)
+	}
+	var raw string
+	db.Reader().QueryRowContext(ctx, `SELECT smtp_password || dkim_key FROM domains WHERE id = $1`, d.ID).Scan(&raw)
+	if bytes.Contains([]byte(raw), []byte("hunter2")) || bytes.Contains([]byte(raw), []byte("private")) {
+		t.Fatalf("secrets stored in clear: %q", raw)
+	}
+	got, err := s.DomainByName(ctx, "example.org")
+	if err != nil || got.Delivery != d.Delivery || string(got.DKIMPrivateKey) != "private" || got.VerifiedAt != nil {
+		t.Fatalf("DomainByName = %+v, %v", got, err)
+	}
+	v := now.Add(time.Minute)
+	got.VerifiedAt, got.TrackingDomain, got.AuthDomain = &v, "t.example.org", "a.example.org"
+	if err := s.UpdateDomain(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListDomains(ctx, a.ID)
+	if err != nil || len(list) != 1 || list[0].TrackingDomain != "t.example.org" || list[0].AuthDomain != "a.example.org" ||
+		list[0].VerifiedAt == nil || !list[0].VerifiedAt.Equal(v) {
+		t.Fatalf("ListDomains = %+v, %v", list, err)
+	}
+	if err := s.DeleteDomain(ctx, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DomainByName(ctx, "example.org"); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("after delete: %v, want not_found", err)
+	}
+}
+
+func testRateCounter(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	c := store.NewRateCounter(db)
+	w := now.Truncate(time.Minute)
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.Incr(ctx, "k", w, time.Minute); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n, err := c.Incr(ctx, "k", w, time.Minute); err != nil || n != 21 {
+		t.Fatalf("after 20 concurrent increments Incr = %d, %v; want 21", n, err)
+	}
+	if n, _ := c.Incr(ctx, "k", w.Add(time.Minute), time.Minute); n != 1 {
+		t.Fatalf("next window starts at %d, want 1", n)
+	}
+	if n, _ := c.Incr(ctx, "other", w, time.Minute); n != 1 {
+		t.Fatalf("another key starts at %d, want 1", n)
+	}
+}
