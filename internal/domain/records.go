@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/dnsclient"
 )
 
 // Record is one DNS record an owner must publish.
@@ -128,12 +129,8 @@ func dkimKey(txt string) (string, bool) {
 	return "", false
 }
 
-// NotFoundError is implemented by resolver errors that mean "no such
-// record" rather than "DNS is broken".
-type NotFoundError interface{ NotFound() bool }
-
 func lookupStatus(err error) string {
-	if nf, ok := err.(NotFoundError); ok && nf.NotFound() {
+	if dnsclient.IsNotFound(err) || dnsclient.IsNoData(err) {
 		return StatusMissing
 	}
 	return StatusDNSError

@@ -1,0 +1,201 @@
+// Package app wires Postline together: configuration → database → services
+// → HTTP server. The binary's subcommands and the end-to-end tests build
+// the same App, so what the tests exercise is what runs.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/config"
+	"github.com/postline/postline/internal/dnsclient"
+	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/httpapi"
+	"github.com/postline/postline/internal/ratelimit"
+	"github.com/postline/postline/internal/secret"
+	"github.com/postline/postline/internal/store"
+)
+
+// App is a running Postline: its stores and services.
+type App struct {
+	Config   config.Config
+	Logger   *slog.Logger
+	DB       *store.DB
+	Resolver *dnsclient.Resolver
+	Accounts *account.Service
+	Domains  *domain.Service
+	Limiter  *ratelimit.Limiter
+	Registry *prometheus.Registry
+
+	closers []func() error
+}
+
+// Options tune Open for tests.
+type Options struct {
+	// DKIMKeyBits overrides the 2048-bit default (tests use 1024 for speed).
+	DKIMKeyBits int
+}
+
+// Open opens the database, applies migrations and builds the services.
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options) (*App, error) {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	a := &App{Config: cfg, Logger: log, Registry: prometheus.NewRegistry()}
+	if err := a.open(ctx, opts); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) open(ctx context.Context, opts Options) error {
+	cfg := a.Config
+	db, err := store.Open(ctx, cfg.Database())
+	if err != nil {
+		return err
+	}
+	a.DB = db
+	a.closers = append(a.closers, db.Close)
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	key, err := secret.LoadKey(cfg.SecretKey, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	box, err := secret.NewBox(key)
+	if err != nil {
+		return err
+	}
+	if a.Resolver, err = dnsclient.New(dnsclient.Config{Server: cfg.DNSServer}); err != nil {
+		return err
+	}
+	// Verification bypasses the answer cache: an owner who just published
+	// a record must not be told it is missing for a negative TTL.
+	uncached, err := dnsclient.New(dnsclient.Config{Server: cfg.DNSServer, CacheSize: -1})
+	if err != nil {
+		return err
+	}
+	a.Accounts = account.NewService(store.NewAccounts(db), nil)
+	a.Domains = domain.NewService(store.NewDomains(db, box), uncached, domain.Config{
+		RelayAllowlist: cfg.RelayAllowlist,
+		SPFRecord:      cfg.SPFRecord,
+		PublicHost:     publicHost(cfg.EffectivePublicURL()),
+		DKIMKeyBits:    opts.DKIMKeyBits,
+	})
+	counter, err := a.rateCounter(ctx)
+	if err != nil {
+		return err
+	}
+	a.Limiter = ratelimit.New(counter, nil)
+	return nil
+}
+
+func (a *App) rateCounter(ctx context.Context) (ratelimit.Counter, error) {
+	switch a.Config.EffectiveRateStore() {
+	case "database":
+		return store.NewRateCounter(a.DB), nil
+	case "redis":
+		r, err := ratelimit.NewRedis(ctx, a.Config.RedisURL, "postline:rl:")
+		if err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, r.Close)
+		return r, nil
+	default:
+		return ratelimit.NewMemory(), nil
+	}
+}
+
+func publicHost(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return p.Hostname()
+}
+
+// Close releases everything Open acquired.
+func (a *App) Close() error {
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		errs = append(errs, a.closers[i]())
+	}
+	a.closers = nil
+	return errors.Join(errs...)
+}
+
+// API builds the HTTP API over the app's services.
+func (a *App) API() *httpapi.Server {
+	return httpapi.New(httpapi.Deps{
+		Accounts: a.Accounts,
+		Domains:  a.Domains,
+		Limiter:  a.Limiter,
+		Limits: httpapi.Limits{
+			ValidationPerHour: a.Config.RateValidationPerHour,
+			DomainPerMinute:   a.Config.RateDomainPerMinute,
+		},
+		DB:       a.DB,
+		Logger:   a.Logger,
+		Registry: a.Registry,
+	})
+}
+
+// Serve answers HTTP on ln until ctx is cancelled, then lets in-flight
+// requests finish for up to the configured shutdown timeout.
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	srv := httpapi.HTTPServer(ln.Addr().String(), a.API().Handler(), a.Logger)
+	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	a.Logger.Info("listening", "addr", ln.Addr().String(), "database", redactURL(a.Config.Database()))
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	a.Logger.Info("shutting down", "timeout", a.Config.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func redactURL(s string) string {
+	if i := strings.Index(s, "@"); i > 0 && strings.Contains(s[:i], "://") {
+		scheme, _, _ := strings.Cut(s, "://")
+		return scheme + "://…" + s[i:]
+	}
+	return s
+}
+
+// NewLogger builds the configured slog logger writing to w.
+func NewLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	if w == nil {
+		w = os.Stderr
+	}
+	var level slog.Level
+	level.UnmarshalText([]byte(cfg.LogLevel)) //nolint:errcheck // validated by config
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

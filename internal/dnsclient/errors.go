@@ -1,0 +1,89 @@
+package dnsclient
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/miekg/dns"
+)
+
+// Kind classifies a lookup failure by what the caller should conclude.
+type Kind int
+
+// The kinds of lookup failure.
+const (
+	// NotFound: the name does not exist (NXDOMAIN). Permanent; cached.
+	NotFound Kind = iota + 1
+	// NoData: the name exists but has no records of the asked type
+	// (NOERROR with an empty answer). Permanent; cached.
+	NoData
+	// Temporary: no usable answer (timeout, network error, SERVFAIL,
+	// REFUSED or any other error rcode, or the caller's context ended).
+	// Retry later; never cached.
+	Temporary
+	// Invalid: the name cannot be queried (empty, too long, a label that is
+	// not valid LDH, underscore or IDNA). Permanent; nothing was sent.
+	Invalid
+)
+
+func (k Kind) String() string {
+	switch k {
+	case NotFound:
+		return "not found"
+	case NoData:
+		return "no data"
+	case Temporary:
+		return "temporary failure"
+	case Invalid:
+		return "invalid name"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Error is the only error type the Resolver's lookups return.
+type Error struct {
+	Name  string // the name as given by the caller
+	Qtype string // "MX", "TXT", "A", "AAAA", "CNAME"
+	Kind  Kind
+	// Rcode is the response code (dns.RcodeNameError, dns.RcodeServerFailure,
+	// ...), or -1 when no response was received.
+	Rcode int
+	// Err is the underlying cause, if any: a network or context error for
+	// Temporary, the validation failure for Invalid.
+	Err error
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("dnsclient: %s %s: %s", e.Qtype, e.Name, e.Kind)
+	if e.Rcode > 0 {
+		msg += " (" + dns.RcodeToString[e.Rcode] + ")"
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the underlying cause, so errors.Is(err, context.Canceled)
+// and errors.As(err, &net.Error) work.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Temporary reports whether retrying later may succeed.
+func (e *Error) Temporary() bool { return e.Kind == Temporary }
+
+// IsNotFound reports whether err is a lookup error of kind NotFound.
+func IsNotFound(err error) bool { return isKind(err, NotFound) }
+
+// IsNoData reports whether err is a lookup error of kind NoData.
+func IsNoData(err error) bool { return isKind(err, NoData) }
+
+// IsTemporary reports whether err is a lookup error of kind Temporary.
+func IsTemporary(err error) bool { return isKind(err, Temporary) }
+
+// IsInvalid reports whether err is a lookup error of kind Invalid.
+func IsInvalid(err error) bool { return isKind(err, Invalid) }
+
+func isKind(err error, k Kind) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Kind == k
+}

@@ -1,0 +1,205 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/domain"
+)
+
+// domainJSON is a domain record as the API shows it; secrets never leave.
+type domainJSON struct {
+	Name           string          `json:"name"`
+	Verified       bool            `json:"verified"`
+	VerifiedAt     *string         `json:"verified_at"`
+	CreatedAt      string          `json:"created_at"`
+	Delivery       deliveryJSON    `json:"delivery"`
+	TrackingDomain *string         `json:"tracking_domain"`
+	AuthDomain     *string         `json:"auth_domain"`
+	DKIMSelector   string          `json:"dkim_selector"`
+	DNSRecords     []domain.Record `json:"dns_records"`
+}
+
+type deliveryJSON struct {
+	Mode        string `json:"mode"`
+	Host        string `json:"host,omitempty"`
+	Port        int    `json:"port,omitempty"`
+	User        string `json:"user,omitempty"`
+	Password    string `json:"password,omitempty"` // input only; never rendered
+	PasswordSet bool   `json:"password_set"`
+	TLS         string `json:"tls,omitempty"`
+}
+
+func timeJSON(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func (s *Server) domainView(d domain.Domain, recs []domain.Record) domainJSON {
+	if recs == nil {
+		recs = s.Domains.Records(d)
+	}
+	v := domainJSON{
+		Name: d.Name, Verified: d.Verified(), CreatedAt: timeJSON(d.CreatedAt),
+		Delivery: deliveryJSON{Mode: d.Delivery.Mode, Host: d.Delivery.Host, Port: d.Delivery.Port,
+			User: d.Delivery.User, PasswordSet: d.Delivery.Password != "", TLS: d.Delivery.TLS},
+		TrackingDomain: optional(d.TrackingDomain), AuthDomain: optional(d.AuthDomain),
+		DKIMSelector: d.DKIMSelector, DNSRecords: recs,
+	}
+	if d.VerifiedAt != nil {
+		t := timeJSON(*d.VerifiedAt)
+		v.VerifiedAt = &t
+	}
+	return v
+}
+
+func (s *Server) handleCreateDomain(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	var in struct {
+		Name     string       `json:"name"`
+		Delivery deliveryJSON `json:"delivery"`
+	}
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	d, err := s.Domains.Add(r.Context(), domain.AddParams{AccountID: p.AccountID, Name: in.Name, Delivery: domain.Delivery{
+		Mode: in.Delivery.Mode, Host: in.Delivery.Host, Port: in.Delivery.Port, User: in.Delivery.User,
+		Password: in.Delivery.Password, TLS: in.Delivery.TLS}})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"success": true,
+		"message": fmt.Sprintf("Domain %s added. Publish the DNS records, then verify it.", d.Name), "data": s.domainView(d, nil)})
+	return nil
+}
+
+func (s *Server) handleListDomains(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	list, err := s.Domains.List(r.Context(), p.AccountID)
+	if err != nil {
+		return err
+	}
+	out := make([]domainJSON, 0, len(list))
+	for _, d := range list {
+		out = append(out, s.domainView(d, nil))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": out})
+	return nil
+}
+
+func (s *Server) handleGetDomain(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	d, err := s.Domains.Owned(r.Context(), p.AccountID, r.PathValue("domain"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": s.domainView(d, nil)})
+	return nil
+}
+
+func (s *Server) handleVerifyDomain(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	d, err := s.Domains.Owned(r.Context(), p.AccountID, r.PathValue("domain"))
+	if err != nil {
+		return err
+	}
+	d, recs, err := s.Domains.Verify(r.Context(), d, false)
+	if err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("Domain %s is verified.", d.Name)
+	if !d.Verified() {
+		msg = fmt.Sprintf("Domain %s is not verified: see the status of each DNS record.", d.Name)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": msg, "data": s.domainView(d, recs)})
+	return nil
+}
+
+func (s *Server) handleDeleteDomain(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	d, err := s.Domains.Owned(r.Context(), p.AccountID, r.PathValue("domain"))
+	if err != nil {
+		return err
+	}
+	if err := s.Domains.Remove(r.Context(), d); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": fmt.Sprintf("Domain %s removed.", d.Name)})
+	return nil
+}
+
+// setHost is the shared body of the PUT and DELETE endpoints for the
+// tracking and authentication domains.
+func (s *Server) setHost(w http.ResponseWriter, r *http.Request, p account.Principal, what string,
+	set func(domain.Domain, string) (domain.Domain, error), current func(domain.Domain) string, host string) error {
+	d, err := s.Domains.Owned(r.Context(), p.AccountID, r.PathValue("domain"))
+	if err != nil {
+		return err
+	}
+	had := current(d)
+	if d, err = set(d, host); err != nil {
+		return err
+	}
+	var msg string
+	switch {
+	case host != "":
+		msg = fmt.Sprintf("The %s of %s is now %s.", what, d.Name, current(d))
+	case had != "":
+		msg = fmt.Sprintf("The %s %s was removed from %s.", what, had, d.Name)
+	default:
+		msg = fmt.Sprintf("%s had no %s; nothing to remove.", d.Name, what)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": msg, "data": s.domainView(d, nil)})
+	return nil
+}
+
+func (s *Server) setTracking(r *http.Request) func(domain.Domain, string) (domain.Domain, error) {
+	return func(d domain.Domain, h string) (domain.Domain, error) {
+		return s.Domains.SetTracking(r.Context(), d, h)
+	}
+}
+
+func (s *Server) setAuth(r *http.Request) func(domain.Domain, string) (domain.Domain, error) {
+	return func(d domain.Domain, h string) (domain.Domain, error) { return s.Domains.SetAuth(r.Context(), d, h) }
+}
+
+func trackingOf(d domain.Domain) string { return d.TrackingDomain }
+func authOf(d domain.Domain) string     { return d.AuthDomain }
+
+func (s *Server) handleRemoveTracking(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	return s.setHost(w, r, p, "tracking domain", s.setTracking(r), trackingOf, "")
+}
+
+func (s *Server) handleRemoveAuthDomain(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	return s.setHost(w, r, p, "authentication domain", s.setAuth(r), authOf, "")
+}
+
+func hostBody(r *http.Request) (string, error) {
+	var in struct {
+		Host string `json:"host"`
+	}
+	if err := decodeJSON(r, &in); err != nil {
+		return "", err
+	}
+	if in.Host == "" {
+		return "", fieldRequired("host")
+	}
+	return in.Host, nil
+}
+
+func (s *Server) handleSetTracking(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	host, err := hostBody(r)
+	if err != nil {
+		return err
+	}
+	return s.setHost(w, r, p, "tracking domain", s.setTracking(r), trackingOf, host)
+}
+
+func (s *Server) handleSetAuthDomain(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	host, err := hostBody(r)
+	if err != nil {
+		return err
+	}
+	return s.setHost(w, r, p, "authentication domain", s.setAuth(r), authOf, host)
+}

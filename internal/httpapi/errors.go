@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/postline/postline/internal/apperr"
+)
+
+// status maps application codes to HTTP statuses. AuthMissing is 400 only
+// in the {error} group (log, stream, send), as the document says.
+func status(code apperr.Code, g group) int {
+	switch code {
+	case apperr.Invalid, apperr.Unprocessable:
+		return http.StatusUnprocessableEntity
+	case apperr.NotFound:
+		return http.StatusNotFound
+	case apperr.Unauthorized:
+		return http.StatusUnauthorized
+	case apperr.AuthMissing:
+		if g == groupDomainLog {
+			return http.StatusBadRequest
+		}
+		return http.StatusUnauthorized
+	case apperr.Conflict:
+		return http.StatusConflict
+	case apperr.RateLimited:
+		return http.StatusTooManyRequests
+	case apperr.TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case apperr.Unavailable:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// writeError is the one place an error becomes a response. Internal errors
+// never show their text to clients.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, rt route, err error) {
+	var rl *rateLimited
+	if errors.As(err, &rl) {
+		w.Header().Set("Retry-After", strconv.Itoa(rl.retryAfter))
+		body := map[string]any{"success": false, "message": rl.Error()}
+		if rt.group == groupValidation {
+			body["retry_after"] = rl.retryAfter
+		}
+		writeJSON(w, http.StatusTooManyRequests, body)
+		return
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		err = apperr.Errorf(apperr.TooLarge, "Request body exceeds the limit of %d bytes", mbe.Limit)
+	}
+	e, ok := apperr.As(err)
+	if !ok || e.Code == apperr.Internal {
+		e = &apperr.Error{Code: apperr.Internal, Message: "Internal server error"}
+	}
+	code := status(e.Code, rt.group)
+	if code == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Basic realm="postline", charset="UTF-8"`)
+	}
+	switch {
+	case code == http.StatusUnauthorized && rt.group == groupDelete:
+		writeJSON(w, code, map[string]any{"error": "Unauthorized", "message": e.Message})
+	case rt.group == groupDomainLog && !(code == http.StatusInternalServerError && rt.faultsAsSuccess):
+		body := map[string]any{"error": e.Message}
+		if len(e.Fields) > 0 {
+			body["errors"] = e.Fields
+		}
+		writeJSON(w, code, body)
+	default:
+		body := map[string]any{"success": false, "message": e.Message}
+		if len(e.Fields) > 0 {
+			body["errors"] = e.Fields
+		}
+		writeJSON(w, code, body)
+	}
+}

@@ -1,0 +1,53 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/postline/postline/internal/apperr"
+)
+
+// The document gives endpoint groups different error bodies; this pins
+// each group's shape for each kind of error.
+func TestErrorShapes(t *testing.T) {
+	t.Parallel()
+	s := &Server{Deps: Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	invalid := &apperr.Error{Code: apperr.Invalid, Message: "bad", Fields: map[string][]string{"to": {"required"}}}
+	cases := []struct {
+		name   string
+		rt     route
+		err    error
+		status int
+		body   string
+	}{
+		{"log: auth", route{group: groupDomainLog}, apperr.Errorf(apperr.Unauthorized, "Authorization header is required"), 401, `{"error":"Authorization header is required"}`},
+		{"log: disabled account", route{group: groupDomainLog}, apperr.Errorf(apperr.AuthMissing, "User authentication missing"), 400, `{"error":"User authentication missing"}`},
+		{"log: not found", route{group: groupDomainLog}, apperr.Errorf(apperr.NotFound, "Domain not found or not owned by user"), 404, `{"error":"Domain not found or not owned by user"}`},
+		{"send: invalid", route{group: groupDomainLog}, invalid, 422, `{"error":"bad","errors":{"to":["required"]}}`},
+		{"log: fault hides detail", route{group: groupDomainLog}, errors.New("pq: secret detail"), 500, `{"error":"Internal server error"}`},
+		{"send: fault", route{group: groupDomainLog, faultsAsSuccess: true}, errors.New("boom"), 500, `{"message":"Internal server error","success":false}`},
+		{"validation: invalid", route{group: groupValidation}, invalid, 422, `{"errors":{"to":["required"]},"message":"bad","success":false}`},
+		{"validation: disabled account", route{group: groupValidation}, apperr.Errorf(apperr.AuthMissing, "User authentication missing"), 401, `{"message":"User authentication missing","success":false}`},
+		{"delete: auth", route{group: groupDelete}, apperr.Errorf(apperr.Unauthorized, "Authorization header is invalid"), 401, `{"error":"Unauthorized","message":"Authorization header is invalid"}`},
+		{"delete: not found", route{group: groupDelete}, apperr.Errorf(apperr.NotFound, "domain x not found"), 404, `{"message":"domain x not found","success":false}`},
+		{"validation: rate limited", route{group: groupValidation}, &rateLimited{retryAfter: 7}, 429, `{"message":"Too many requests. Try again in 7 seconds.","retry_after":7,"success":false}`},
+		{"domain: rate limited", route{group: groupDomain}, &rateLimited{retryAfter: 7}, 429, `{"message":"Too many requests. Try again in 7 seconds.","success":false}`},
+		{"domain: too large", route{group: groupDomain}, apperr.Errorf(apperr.TooLarge, "too big"), 413, `{"message":"too big","success":false}`},
+	}
+	for _, c := range cases {
+		w := httptest.NewRecorder()
+		s.writeError(w, httptest.NewRequest("GET", "/", nil), c.rt, c.err)
+		var got, want any
+		json.Unmarshal(w.Body.Bytes(), &got)
+		json.Unmarshal([]byte(c.body), &want)
+		gb, _ := json.Marshal(got)
+		wb, _ := json.Marshal(want)
+		if w.Code != c.status || string(gb) != string(wb) {
+			t.Errorf("%s: %d %s, want %d %s", c.name, w.Code, gb, c.status, wb)
+		}
+	}
+}

@@ -1,0 +1,52 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/postline/postline/internal/account"
+)
+
+// group decides authentication, the rate-limit window and the error body
+// shape of a route, as the interface document assigns them.
+type group int
+
+const (
+	groupPublic     group = iota // no auth, no limit
+	groupValidation              // {success,message}; per hour
+	groupDomainLog               // log, stream, send: {error}; disabled account → 400
+	groupDomain                  // suppressions and domain management: {success,message}; per minute
+	groupDelete                  // the two DELETEs: 401 {error,message}, else {success,message}; per minute
+)
+
+type authedHandler func(w http.ResponseWriter, r *http.Request, p account.Principal) error
+
+type route struct {
+	method, path string
+	group        group
+	handler      authedHandler
+	public       func(w http.ResponseWriter, r *http.Request) error
+	maxBody      int64 // 0 = Limits.MaxJSONBody
+	// faultsAsSuccess makes 500s use {success:false,message} in the
+	// {error} group: the document gives the send endpoint that shape.
+	faultsAsSuccess bool
+}
+
+func (s *Server) routeTable() []route {
+	return []route{
+		{method: "GET", path: "/healthz", public: s.handleHealthz},
+		{method: "GET", path: "/readyz", public: s.handleReadyz},
+		{method: "GET", path: "/metrics", public: s.handleMetrics},
+		{method: "GET", path: "/api/openapi.json", public: s.handleOpenAPI},
+
+		{method: "DELETE", path: "/api/domains/{domain}/tracklink", group: groupDelete, handler: s.handleRemoveTracking},
+		{method: "DELETE", path: "/api/domains/{domain}/auth-domain", group: groupDelete, handler: s.handleRemoveAuthDomain},
+		{method: "PUT", path: "/api/domains/{domain}/tracklink", group: groupDomain, handler: s.handleSetTracking},
+		{method: "PUT", path: "/api/domains/{domain}/auth-domain", group: groupDomain, handler: s.handleSetAuthDomain},
+
+		{method: "POST", path: "/api/domains", group: groupDomain, handler: s.handleCreateDomain},
+		{method: "GET", path: "/api/domains", group: groupDomain, handler: s.handleListDomains},
+		{method: "GET", path: "/api/domains/{domain}", group: groupDomain, handler: s.handleGetDomain},
+		{method: "POST", path: "/api/domains/{domain}/verify", group: groupDomain, handler: s.handleVerifyDomain},
+		{method: "DELETE", path: "/api/domains/{domain}", group: groupDomain, handler: s.handleDeleteDomain},
+	}
+}

@@ -1,0 +1,98 @@
+// Package httpapi is Postline's HTTP interface: thin handlers over the
+// capability services, one route table, and the one place where
+// application errors become statuses and the document's two body shapes.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/ratelimit"
+)
+
+// Pinger reports whether the database answers.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Limits are the per-account request budgets.
+type Limits struct {
+	ValidationPerHour int
+	DomainPerMinute   int
+	// MaxJSONBody bounds JSON request bodies (default 1 MiB).
+	MaxJSONBody int64
+}
+
+// Deps are the services the handlers call.
+type Deps struct {
+	Accounts *account.Service
+	Domains  *domain.Service
+	Limiter  *ratelimit.Limiter
+	Limits   Limits
+	DB       Pinger
+	Logger   *slog.Logger
+	Registry *prometheus.Registry // metrics are registered here; nil makes a private one
+}
+
+// Server is the HTTP API.
+type Server struct {
+	Deps
+	metrics *metrics
+	handler http.Handler
+	routes  []route
+}
+
+// New builds the server and its routes.
+func New(d Deps) *Server {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Registry == nil {
+		d.Registry = prometheus.NewRegistry()
+	}
+	if d.Limits.MaxJSONBody == 0 {
+		d.Limits.MaxJSONBody = 1 << 20
+	}
+	s := &Server{Deps: d, metrics: newMetrics(d.Registry)}
+	s.routes = s.routeTable()
+	mux := http.NewServeMux()
+	for _, rt := range s.routes {
+		mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+	}
+	mux.Handle("/", s.wrap(route{path: "unmatched", group: groupPublic, public: s.handleNotFound}))
+	s.handler = s.withRequestID(mux)
+	return s
+}
+
+// Handler returns the root handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Routes lists "METHOD /path" of every registered route, for the OpenAPI
+// coverage test.
+func (s *Server) Routes() []string {
+	out := make([]string, 0, len(s.routes))
+	for _, rt := range s.routes {
+		out = append(out, rt.method+" "+rt.path)
+	}
+	return out
+}
+
+// HTTPServer returns an http.Server with sensible timeouts for h. There is
+// no write timeout because the log stream is long-lived.
+func HTTPServer(addr string, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       5 * time.Minute, // bounded uploads of up to 25 MiB on slow links
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
