@@ -26,6 +26,7 @@ const (
 	Invalid
 )
 
+// String returns the kind as used in error messages, e.g. "not found".
 func (k Kind) String() string {
 	switch k {
 	case NotFound:
@@ -53,6 +54,8 @@ type Error struct {
 	Err error
 }
 
+// Error formats as "dnsclient: MX example.com: not found (NXDOMAIN)",
+// followed by the cause if there is one.
 func (e *Error) Error() string {
 	msg := fmt.Sprintf("dnsclient: %s %s: %s", e.Qtype, e.Name, e.Kind)
 	if e.Rcode > 0 {

@@ -100,7 +100,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		if login != "" {
 			attrs = append(attrs, slog.String("account", login))
 		}
-		if err != nil && apperr.CodeOf(err) == apperr.Internal {
+		if err != nil && status >= 500 {
 			attrs = append(attrs, slog.String("error", err.Error()))
 		}
 		s.Logger.LogAttrs(r.Context(), level, "request", attrs...)

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// cli runs the command in-process with POSTLINE_DATA_DIR=dir and returns
+// the exit status, stdout and stderr.
+func cli(t *testing.T, dir string, args ...string) (int, string, string) {
+	t.Helper()
+	return cliEnv(t, map[string]string{"POSTLINE_DATA_DIR": dir}, args...)
+}
+
+// cliEnv runs the command in-process with exactly the given environment.
+func cliEnv(t *testing.T, vars map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	getenv := func(k string) string { return vars[k] }
+	code := run(context.Background(), args, env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: getenv})
+	return code, out.String(), errb.String()
+}
+
+var keyLine = regexp.MustCompile(`^pl_[A-Za-z0-9_-]{43}\n$`)
+
+func TestCLIUsersKeysDomains(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	steps := []struct {
+		args     []string
+		code     int
+		contains string // in stdout (or stderr when code != 0)
+	}{
+		{[]string{"user", "create", "alice"}, 0, "created account alice"},
+		{[]string{"user", "create", "alice"}, 1, `account "alice" already exists`},
+		{[]string{"user", "create", "Bad:Login"}, 1, "login may contain only"},
+		{[]string{"user", "list"}, 0, "alice"},
+		{[]string{"key", "list", "alice"}, 0, "ID"},
+		{[]string{"key", "revoke", "abc"}, 2, "KEY_ID must be a number"},
+		{[]string{"key", "create", "nobody"}, 1, `account "nobody" not found`},
+		{[]string{"domain", "add", "alice", "example.org"}, 2, "give --direct or --smtp-host"},
+		{[]string{"domain", "add", "alice", "example.org", "--direct"}, 0, "._domainkey.example.org"},
+		{[]string{"domain", "add", "alice", "relay.example", "--smtp-host", "smtp.example.net", "--smtp-port", "2525", "--smtp-user", "u", "--smtp-password", "hunter2"}, 0, "v=spf1"},
+		{[]string{"domain", "show", "relay.example"}, 0, "relay smtp.example.net:2525 (starttls) as u"},
+		{[]string{"domain", "verify", "example.org", "--force"}, 0, "marked verified"},
+		{[]string{"domain", "set-tracking", "example.org", "track.example.org"}, 0, "track.example.org"},
+		{[]string{"domain", "list", "alice"}, 0, "track.example.org"},
+		{[]string{"domain", "remove", "relay.example"}, 0, "removed relay.example"},
+		{[]string{"domain", "show", "relay.example"}, 1, "not found"},
+		{[]string{"domain", "frobnicate"}, 2, "unknown subcommand"},
+		{[]string{"nonsense"}, 2, "unknown command"},
+		{[]string{"user", "list", "--rate-domain-per-minute", "0"}, 2, "rate-domain-per-minute: must be at least 1"},
+	}
+	for _, s := range steps {
+		code, out, errs := cli(t, dir, s.args...)
+		text := out
+		if s.code != 0 {
+			text = errs
+		}
+		if code != s.code || !strings.Contains(text, s.contains) {
+			t.Errorf("postline %s: exit %d, stdout %q, stderr %q; want exit %d with %q", strings.Join(s.args, " "), code, out, errs, s.code, s.contains)
+		}
+		if strings.Contains(out+errs, "hunter2") {
+			t.Errorf("postline %s printed the SMTP password", strings.Join(s.args, " "))
+		}
+	}
+	code, out, _ := cli(t, dir, "key", "create", "alice", "--name", "ci")
+	if code != 0 || !keyLine.MatchString(out) {
+		t.Fatalf("key create: exit %d, stdout %q; want one line with the key alone", code, out)
+	}
+	code, out, _ = cli(t, dir, "key", "list", "alice")
+	if code != 0 || !strings.Contains(out, "ci") || !strings.Contains(out, "active") {
+		t.Fatalf("key list: %q", out)
+	}
+	if code, out, _ = cli(t, dir, "key", "revoke", "1"); code != 0 {
+		t.Fatalf("key revoke 1: exit %d %q", code, out)
+	}
+	if _, out, _ = cli(t, dir, "key", "list", "alice"); !strings.Contains(out, "revoked") {
+		t.Fatalf("key list after revoke: %q", out)
+	}
+}

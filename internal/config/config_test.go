@@ -1,0 +1,73 @@
+package config
+
+import (
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func load(t *testing.T, env map[string]string, args ...string) (Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	l := Register(fs, func(k string) string { return env[k] })
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	return l.Load()
+}
+
+// Precedence: defaults < file < environment < flags.
+func TestPrecedence(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "postline.json")
+	os.WriteFile(file, []byte(`{"addr":"127.0.0.1:9000","rate-domain-per-minute":30,"retry-schedule":["1s","2s"],"log-format":"json"}`), 0o600)
+	env := map[string]string{"POSTLINE_CONFIG": file, "POSTLINE_RATE_DOMAIN_PER_MINUTE": "40", "POSTLINE_LOG_FORMAT": "text"}
+	cfg, err := load(t, env, "--log-format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != "127.0.0.1:9000" || cfg.RateDomainPerMinute != 40 || cfg.LogFormat != "json" ||
+		len(cfg.RetrySchedule) != 2 || cfg.RetrySchedule[1] != 2*time.Second || cfg.RateValidationPerHour != 1000 {
+		t.Fatalf("got %+v", cfg)
+	}
+	if cfg.Database() != "sqlite:postline-data/postline.db" || cfg.EffectiveRateStore() != "memory" {
+		t.Fatalf("derived: %s %s", cfg.Database(), cfg.EffectiveRateStore())
+	}
+	cfg, _ = load(t, nil, "--database-url", "postgres://u:p@127.0.0.1/db")
+	if !cfg.IsPostgres() || cfg.EffectiveRateStore() != "database" {
+		t.Fatalf("postgres defaults: %+v", cfg)
+	}
+}
+
+func TestErrorsNameTheSetting(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{nil, []string{"--addr", "nope"}, "addr: want host:port"},
+		{nil, []string{"--database-url", "mysql://x"}, "database-url: want sqlite:PATH or postgres://"},
+		{nil, []string{"--database-url", "mysql://u:secret@x"}, "xxxxx"},
+		{map[string]string{"POSTLINE_RATE_VALIDATION_PER_HOUR": "abc"}, nil, "POSTLINE_RATE_VALIDATION_PER_HOUR"},
+		{nil, []string{"--rate-store", "redis"}, "redis-url: required"},
+		{nil, []string{"--retry-schedule", "1m,-5s"}, "retry-schedule: delays must be positive"},
+		{nil, []string{"--mx-port", "0"}, "mx-port: must be 1..65535"},
+		{nil, []string{"--public-url", "ftp://x"}, "public-url"},
+		{map[string]string{"POSTLINE_CONFIG": "/nonexistent/x.json"}, nil, "no such file"},
+	}
+	for _, c := range cases {
+		_, err := load(t, c.env, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("load(%v, %v) error = %v, want it to mention %q", c.env, c.args, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("error leaks a password: %v", err)
+		}
+	}
+}

@@ -1,0 +1,221 @@
+// Package smtptest runs a real SMTP server (emersion/go-smtp) that records
+// what it receives and replies as scripted, for testing code that relays or
+// delivers mail, and for `postline dev smtp-sink`.
+//
+// By default the sink accepts every sender, recipient and message. Replies
+// can be scripted per recipient: each attempt to that recipient (a RCPT TO,
+// or the end of a DATA carrying it) takes the next reply from its queue, and
+// once the queue is empty the sink accepts again. That is enough to act out
+// "450 then accept", "550", "421 and hang up" or "accept RCPT, reject DATA".
+//
+// With Config.Auth set, MAIL FROM is refused (502 5.7.0) until the client
+// has authenticated with PLAIN or LOGIN; AUTH is allowed without TLS because
+// the sink only listens where tests put it. With Config.TLS set, STARTTLS is
+// offered.
+package smtptest
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+)
+
+// Credentials are the only user name and password the sink accepts.
+type Credentials struct {
+	User, Password string
+}
+
+// Config configures a Sink. The zero value accepts everything without AUTH
+// or TLS.
+type Config struct {
+	// Auth, when set, makes authentication mandatory before MAIL FROM.
+	Auth *Credentials
+	// TLS, when set, is used to offer STARTTLS.
+	TLS *tls.Config
+	// MaxMessageBytes, when positive, is advertised with SIZE and larger
+	// messages are refused with 552 5.3.4.
+	MaxMessageBytes int64
+	// Domain is the name in the greeting. Default "smtptest.localhost".
+	Domain string
+	// ErrorLog receives go-smtp's connection errors. Default: discarded.
+	ErrorLog *log.Logger
+}
+
+// Message is one accepted message as received.
+type Message struct {
+	From       string
+	To         []string // accepted recipients, in RCPT order
+	Data       []byte   // as sent, dot-unstuffed, CRLF line endings
+	ReceivedAt time.Time
+	Helo       string // the EHLO/HELO name
+	AuthUser   string // "" when the client did not authenticate
+	TLS        bool   // whether STARTTLS was in effect
+	MailOpts   smtp.MailOptions
+	RcptOpts   []smtp.RcptOptions // parallel to To
+}
+
+// Sink is a running SMTP server. Its methods are safe for concurrent use.
+type Sink struct {
+	cfg      Config
+	srv      *smtp.Server
+	ln       net.Listener
+	served   chan struct{} // closed when Serve returns
+	sessions atomic.Int64
+
+	mu          sync.Mutex
+	msgs        []Message
+	arrived     chan struct{} // closed and replaced on every new message
+	rcptScripts map[string][]Reply
+	dataScripts map[string][]Reply
+	closeOnce   sync.Once
+	closeErr    error
+}
+
+// New starts a Sink on 127.0.0.1 with a random port and closes it when the
+// test ends. It fails the test if the sink cannot start.
+func New(t testing.TB, cfg Config) *Sink {
+	t.Helper()
+	s, err := Start("127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatalf("smtptest: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Start starts a Sink listening on addr ("host:port"). Call Close to stop
+// it.
+func Start(addr string, cfg Config) (*Sink, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("smtptest: %w", err)
+	}
+	s := &Sink{
+		cfg:         cfg,
+		served:      make(chan struct{}),
+		arrived:     make(chan struct{}),
+		rcptScripts: make(map[string][]Reply),
+		dataScripts: make(map[string][]Reply),
+	}
+	s.ln = &countingListener{Listener: ln, n: &s.sessions}
+
+	srv := smtp.NewServer(smtp.BackendFunc(s.newSession))
+	srv.Domain = cfg.Domain
+	if srv.Domain == "" {
+		srv.Domain = "smtptest.localhost"
+	}
+	srv.TLSConfig = cfg.TLS
+	srv.MaxMessageBytes = cfg.MaxMessageBytes
+	srv.AllowInsecureAuth = true
+	srv.EnableSMTPUTF8 = true
+	srv.EnableDSN = true
+	srv.ReadTimeout = time.Minute
+	srv.WriteTimeout = time.Minute
+	srv.ErrorLog = log.New(io.Discard, "", 0)
+	if cfg.ErrorLog != nil {
+		srv.ErrorLog = cfg.ErrorLog
+	}
+	s.srv = srv
+	go func() {
+		defer close(s.served)
+		srv.Serve(s.ln)
+	}()
+	return s, nil
+}
+
+// Addr returns the "host:port" the sink listens on.
+func (s *Sink) Addr() string { return s.ln.Addr().String() }
+
+// Port returns the TCP port the sink listens on.
+func (s *Sink) Port() int { return s.ln.Addr().(*net.TCPAddr).Port }
+
+// Close stops listening, drops open connections and waits for the server
+// to stop. It is safe to call more than once.
+func (s *Sink) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = s.srv.Close()
+		<-s.served
+	})
+	return s.closeErr
+}
+
+// Sessions returns the number of connections accepted so far.
+func (s *Sink) Sessions() int { return int(s.sessions.Load()) }
+
+// Messages returns a copy of the messages accepted so far, oldest first.
+func (s *Sink) Messages() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.copyMessages()
+}
+
+// WaitForMessages waits until at least n messages have been accepted and
+// returns them all. If ctx ends first it returns those accepted so far and
+// ctx's error.
+func (s *Sink) WaitForMessages(ctx context.Context, n int) ([]Message, error) {
+	for {
+		s.mu.Lock()
+		if len(s.msgs) >= n {
+			msgs := s.copyMessages()
+			s.mu.Unlock()
+			return msgs, nil
+		}
+		arrived := s.arrived
+		s.mu.Unlock()
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			msgs := s.Messages()
+			return msgs, fmt.Errorf("smtptest: %d of %d messages: %w", len(msgs), n, ctx.Err())
+		}
+	}
+}
+
+// copyMessages deep-copies s.msgs; s.mu must be held.
+func (s *Sink) copyMessages() []Message {
+	out := make([]Message, len(s.msgs))
+	for i, m := range s.msgs {
+		m.To = slices.Clone(m.To)
+		m.Data = slices.Clone(m.Data)
+		m.RcptOpts = slices.Clone(m.RcptOpts)
+		out[i] = m
+	}
+	return out
+}
+
+// deliver records an accepted message and wakes WaitForMessages.
+func (s *Sink) deliver(m Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.msgs = append(s.msgs, m)
+	close(s.arrived)
+	s.arrived = make(chan struct{})
+}
+
+// countingListener counts accepted connections for Sessions.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+// key is the map key for a recipient: addresses compare case-insensitively.
+func key(addr string) string { return strings.ToLower(addr) }
