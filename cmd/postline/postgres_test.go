@@ -74,4 +74,3 @@ func TestTwoServeProcessesShareRateLimit(t *testing.T) {
 	}
 	t.Fatal("could not stay within one minute window")
 }
-
