@@ -25,6 +25,7 @@ import (
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/store"
+	"github.com/postline/postline/internal/suppression"
 )
 
 // App is a running Postline: its stores and services.
@@ -35,8 +36,10 @@ type App struct {
 	Resolver *dnsclient.Resolver
 	Accounts *account.Service
 	Domains  *domain.Service
-	Limiter  *ratelimit.Limiter
-	Registry *prometheus.Registry
+	// Suppressions holds the bounce, unsubscribe and whitelist lists.
+	Suppressions *suppression.Service
+	Limiter      *ratelimit.Limiter
+	Registry     *prometheus.Registry
 
 	closers []func() error
 }
@@ -95,6 +98,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		PublicHost:     publicHost(cfg.EffectivePublicURL()),
 		DKIMKeyBits:    opts.DKIMKeyBits,
 	})
+	a.Suppressions = suppression.NewService(store.NewSuppressions(db), nil)
 	counter, err := a.rateCounter(ctx)
 	if err != nil {
 		return err
@@ -140,9 +144,10 @@ func (a *App) Close() error {
 // API builds the HTTP API over the app's services.
 func (a *App) API() *httpapi.Server {
 	return httpapi.New(httpapi.Deps{
-		Accounts: a.Accounts,
-		Domains:  a.Domains,
-		Limiter:  a.Limiter,
+		Accounts:     a.Accounts,
+		Domains:      a.Domains,
+		Suppressions: a.Suppressions,
+		Limiter:      a.Limiter,
 		Limits: httpapi.Limits{
 			ValidationPerHour: a.Config.RateValidationPerHour,
 			DomainPerMinute:   a.Config.RateDomainPerMinute,

@@ -108,12 +108,16 @@ func (s *Service) Get(ctx context.Context, name string) (Domain, error) {
 	return d, err
 }
 
+// NotOwnedMessage is the one answer for a domain that is missing or not
+// the caller's, so the two cannot be told apart.
+const NotOwnedMessage = "Domain not found or not owned by user"
+
 // Owned returns the domain when accountID owns it, else NotFound (the same
 // answer as for a domain that does not exist).
 func (s *Service) Owned(ctx context.Context, accountID int64, name string) (Domain, error) {
 	d, err := s.Get(ctx, name)
-	if err == nil && d.AccountID != accountID {
-		err = apperr.Errorf(apperr.NotFound, "domain %s not found", name)
+	if apperr.CodeOf(err) == apperr.NotFound || (err == nil && d.AccountID != accountID) {
+		return Domain{}, apperr.Errorf(apperr.NotFound, NotOwnedMessage)
 	}
 	return d, err
 }

@@ -73,7 +73,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, rt route, er
 	default:
 		body := map[string]any{"success": false, "message": e.Message}
 		if len(e.Fields) > 0 {
-			body["errors"] = e.Fields
+			// The document's fixed summary; the details are in errors.
+			body["message"], body["errors"] = "Invalid request parameters", e.Fields
 		}
 		writeJSON(w, code, body)
 	}

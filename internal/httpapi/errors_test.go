@@ -30,7 +30,7 @@ func TestErrorShapes(t *testing.T) {
 		{"send: invalid", route{group: groupDomainLog}, invalid, 422, `{"error":"bad","errors":{"to":["required"]}}`},
 		{"log: fault hides detail", route{group: groupDomainLog}, errors.New("pq: secret detail"), 500, `{"error":"Internal server error"}`},
 		{"send: fault", route{group: groupDomainLog, faultsAsSuccess: true}, errors.New("boom"), 500, `{"message":"Internal server error","success":false}`},
-		{"validation: invalid", route{group: groupValidation}, invalid, 422, `{"errors":{"to":["required"]},"message":"bad","success":false}`},
+		{"validation: invalid", route{group: groupValidation}, invalid, 422, `{"errors":{"to":["required"]},"message":"Invalid request parameters","success":false}`},
 		{"validation: disabled account", route{group: groupValidation}, apperr.Errorf(apperr.AuthMissing, "User authentication missing"), 401, `{"message":"User authentication missing","success":false}`},
 		{"delete: auth", route{group: groupDelete}, apperr.Errorf(apperr.Unauthorized, "Authorization header is invalid"), 401, `{"error":"Unauthorized","message":"Authorization header is invalid"}`},
 		{"delete: not found", route{group: groupDelete}, apperr.Errorf(apperr.NotFound, "domain x not found"), 404, `{"message":"domain x not found","success":false}`},

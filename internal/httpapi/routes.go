@@ -43,6 +43,11 @@ func (s *Server) routeTable() []route {
 		{method: "PUT", path: "/api/domains/{domain}/tracklink", group: groupDomain, handler: s.handleSetTracking},
 		{method: "PUT", path: "/api/domains/{domain}/auth-domain", group: groupDomain, handler: s.handleSetAuthDomain},
 
+		{method: "GET", path: "/api/domains/{domain}/suppressions", group: groupDomain, handler: s.handleSuppressions},
+		{method: "GET", path: "/api/domains/{domain}/suppressions/unsubscribes", group: groupDomain, handler: s.handleUnsubscribes},
+		{method: "POST", path: "/api/domains/{domain}/suppressions/whitelist", group: groupDomain, handler: s.handleWhitelist},
+		{method: "DELETE", path: "/api/domains/{domain}/suppressions/{id}", group: groupDomain, handler: s.handleDeleteSuppression},
+
 		{method: "POST", path: "/api/domains", group: groupDomain, handler: s.handleCreateDomain},
 		{method: "GET", path: "/api/domains", group: groupDomain, handler: s.handleListDomains},
 		{method: "GET", path: "/api/domains/{domain}", group: groupDomain, handler: s.handleGetDomain},

@@ -14,6 +14,7 @@ import (
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/ratelimit"
+	"github.com/postline/postline/internal/suppression"
 )
 
 // Pinger reports whether the database answers.
@@ -33,11 +34,13 @@ type Limits struct {
 type Deps struct {
 	Accounts *account.Service
 	Domains  *domain.Service
-	Limiter  *ratelimit.Limiter
-	Limits   Limits
-	DB       Pinger
-	Logger   *slog.Logger
-	Registry *prometheus.Registry // metrics are registered here; nil makes a private one
+	// Suppressions is the suppression capability.
+	Suppressions *suppression.Service
+	Limiter      *ratelimit.Limiter
+	Limits       Limits
+	DB           Pinger
+	Logger       *slog.Logger
+	Registry     *prometheus.Registry // metrics are registered here; nil makes a private one
 }
 
 // Server is the HTTP API.

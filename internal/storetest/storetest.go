@@ -20,6 +20,7 @@ import (
 func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("Accounts", func(t *testing.T) { t.Parallel(); testAccounts(t, open(t)) })
 	t.Run("Domains", func(t *testing.T) { t.Parallel(); testDomains(t, open(t)) })
+	t.Run("Suppressions", func(t *testing.T) { t.Parallel(); testSuppressions(t, open(t)) })
 	t.Run("RateCounter", func(t *testing.T) { t.Parallel(); testRateCounter(t, open(t)) })
 	t.Run("MigrateTwice", func(t *testing.T) {
 		t.Parallel()

@@ -1,0 +1,138 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/postline/postline/internal/suppression"
+)
+
+// Suppressions implements suppression.Store.
+type Suppressions struct{ db *DB }
+
+var _ suppression.Store = Suppressions{}
+
+// NewSuppressions returns the suppression store.
+func NewSuppressions(db *DB) Suppressions { return Suppressions{db: db} }
+
+const suppressionCols = `id, domain_id, type, recipient_type, recipient, tags, description, source, created_at`
+
+func scanSuppression(row interface{ Scan(...any) error }) (suppression.Entry, error) {
+	var e suppression.Entry
+	var tags, desc, src sql.NullString
+	var created int64
+	err := row.Scan(&e.ID, &e.DomainID, &e.Type, &e.RecipientType, &e.Recipient, &tags, &desc, &src, &created)
+	e.Tags, e.Description, e.Source, e.CreatedAt = nullStr(tags), nullStr(desc), nullStr(src), fromMS(created)
+	return e, err
+}
+
+func nullStr(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	return &s.String
+}
+
+// Add implements suppression.Store. The insert and the lookup of an
+// existing entry are one statement each; a lost race on the unique key is
+// answered with the winner's entry.
+func (s Suppressions) Add(ctx context.Context, e suppression.Entry) (suppression.Entry, bool, error) {
+	created, err := scanSuppression(s.db.w.QueryRowContext(ctx, `INSERT INTO suppressions
+		(domain_id, type, recipient_type, recipient, tags, description, source, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (domain_id, type, recipient) DO NOTHING RETURNING `+suppressionCols,
+		e.DomainID, e.Type, e.RecipientType, e.Recipient, e.Tags, e.Description, e.Source, ms(e.CreatedAt)))
+	if err == nil {
+		return created, true, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return e, false, notFound(err, "suppression")
+	}
+	existing, err := scanSuppression(s.db.w.QueryRowContext(ctx, `SELECT `+suppressionCols+` FROM suppressions
+		WHERE domain_id = $1 AND type = $2 AND recipient = $3`, e.DomainID, e.Type, e.Recipient))
+	return existing, false, notFound(err, "suppression")
+}
+
+// likePattern escapes s for a LIKE substring match with ESCAPE '\'.
+func likePattern(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(s) + "%"
+}
+
+// List implements suppression.Store.
+func (s Suppressions) List(ctx context.Context, p suppression.ListParams) ([]suppression.Entry, int, error) {
+	where := `domain_id = $1 AND type = $2`
+	args := []any{p.DomainID, p.Type}
+	if p.Search != "" {
+		where += ` AND recipient LIKE $3 ESCAPE '\'`
+		args = append(args, likePattern(strings.ToLower(p.Search)))
+	}
+	var total int
+	if err := s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM suppressions WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, notFound(err, "suppressions")
+	}
+	n := len(args)
+	rows, err := s.db.r.QueryContext(ctx, `SELECT `+suppressionCols+` FROM suppressions WHERE `+where+
+		` ORDER BY created_at DESC, id DESC LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2),
+		append(args, p.Limit, p.Offset)...)
+	if err != nil {
+		return nil, 0, notFound(err, "suppressions")
+	}
+	out, err := collectSuppressions(rows)
+	return out, total, err
+}
+
+func collectSuppressions(rows *sql.Rows) ([]suppression.Entry, error) {
+	defer rows.Close()
+	out := []suppression.Entry{}
+	for rows.Next() {
+		e, err := scanSuppression(rows)
+		if err != nil {
+			return nil, notFound(err, "suppressions")
+		}
+		out = append(out, e)
+	}
+	return out, notFound(rows.Err(), "suppressions")
+}
+
+// Delete implements suppression.Store.
+func (s Suppressions) Delete(ctx context.Context, domainID, id int64) error {
+	return exec1(ctx, s.db.w, "suppression", `DELETE FROM suppressions WHERE id = $1 AND domain_id = $2`, id, domainID)
+}
+
+// matchChunk bounds the IN list of one query, well under both engines'
+// parameter limits.
+const matchChunk = 1000
+
+// Matching implements suppression.Store.
+func (s Suppressions) Matching(ctx context.Context, domainID int64, keys []string) ([]suppression.Entry, error) {
+	var out []suppression.Entry
+	for start := 0; start < len(keys); start += matchChunk {
+		part := keys[start:min(start+matchChunk, len(keys))]
+		var b strings.Builder
+		args := make([]any, 0, len(part)+1)
+		args = append(args, domainID)
+		for i, k := range part {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("$" + strconv.Itoa(i+2))
+			args = append(args, k)
+		}
+		rows, err := s.db.r.QueryContext(ctx, `SELECT `+suppressionCols+` FROM suppressions
+			WHERE domain_id = $1 AND recipient IN (`+b.String()+`)`, args...)
+		if err != nil {
+			return nil, notFound(err, "suppressions")
+		}
+		got, err := collectSuppressions(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
+
