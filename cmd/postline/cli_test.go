@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -80,5 +81,43 @@ func TestCLIUsersKeysDomains(t *testing.T) {
 	}
 	if _, out, _ = cli(t, dir, "key", "list", "alice"); !strings.Contains(out, "revoked") {
 		t.Fatalf("key list after revoke: %q", out)
+	}
+}
+
+func TestCLISuppressions(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	csvFile := dir + "/list.csv"
+	if err := os.WriteFile(csvFile, []byte("recipient,type\nold@x.example,bounce\nx.example,unsubscribe\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		args     []string
+		code     int
+		contains string
+	}{
+		{[]string{"user", "create", "alice"}, 0, "created"},
+		{[]string{"domain", "add", "alice", "alice.example", "--direct"}, 0, "added"},
+		{[]string{"suppression", "add", "alice.example", "Gone@X.example", "--type", "bounce"}, 0, "added bounce gone@x.example (id 1)"},
+		{[]string{"suppression", "add", "alice.example", "gone@x.example", "--type", "bounce"}, 0, "already present: bounce gone@x.example (id 1)"},
+		{[]string{"suppression", "add", "alice.example", "gone@x.example"}, 2, "needs --type"},
+		{[]string{"suppression", "add", "alice.example", "not@@valid", "--type", "bounce"}, 1, "recipient"},
+		{[]string{"suppression", "add", "nobody.example", "a@b.example", "--type", "bounce"}, 1, "not found"},
+		{[]string{"suppression", "import", "alice.example", csvFile}, 0, "imported: 2 added, 0 already present"},
+		{[]string{"suppression", "list", "alice.example", "--type", "bounce"}, 0, "page 1 of 1, 2 in all"},
+		{[]string{"suppression", "list", "alice.example", "--per-page", "5"}, 2, "--per-page 10 to 100"},
+		{[]string{"suppression", "remove", "alice.example", "1"}, 0, "removed suppression 1"},
+		{[]string{"suppression", "remove", "alice.example", "1"}, 1, "not found"},
+		{[]string{"suppression", "list", "alice.example", "--type", "bounce"}, 0, "page 1 of 1, 1 in all"},
+	}
+	for _, s := range steps {
+		code, out, errs := cli(t, dir, s.args...)
+		text := out
+		if s.code != 0 {
+			text = errs
+		}
+		if code != s.code || !strings.Contains(text, s.contains) {
+			t.Errorf("postline %s: exit %d, stdout %q, stderr %q; want exit %d with %q", strings.Join(s.args, " "), code, out, errs, s.code, s.contains)
+		}
 	}
 }

@@ -51,11 +51,12 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"serve":   {"run the HTTP API", cmdServe},
-		"migrate": {"apply database migrations and exit", cmdMigrate},
-		"user":    {"user create|list|disable LOGIN", cmdUser},
-		"key":     {"key create LOGIN [--name N] | list LOGIN | revoke KEY_ID", cmdKey},
-		"domain":  {"domain add|list|show|verify|set-tracking|set-auth|remove ...", cmdDomain},
+		"serve":       {"run the HTTP API", cmdServe},
+		"migrate":     {"apply database migrations and exit", cmdMigrate},
+		"user":        {"user create|list|disable LOGIN", cmdUser},
+		"key":         {"key create LOGIN [--name N] | list LOGIN | revoke KEY_ID", cmdKey},
+		"domain":      {"domain add|list|show|verify|set-tracking|set-auth|remove ...", cmdDomain},
+		"suppression": {"suppression add DOMAIN RECIPIENT --type T | remove DOMAIN ID | list DOMAIN | import DOMAIN FILE", cmdSuppression},
 		"version": {"print the version", func(_ context.Context, e env, _ []string) error {
 			fmt.Fprintln(e.stdout, "postline", version)
 			return nil
@@ -102,7 +103,7 @@ func usage(w io.Writer, cmds map[string]command) {
 	sort.Strings(names)
 	fmt.Fprintln(w, "usage: postline COMMAND [flags] [args]\n\ncommands:")
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
+		fmt.Fprintf(w, "  %-12s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(w, "\nEvery command takes the configuration flags; see `postline serve -h`.")
 }
