@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/store"
 	"github.com/postline/postline/internal/suppression"
+	"github.com/postline/postline/internal/validation"
 )
 
 // App is a running Postline: its stores and services.
@@ -38,8 +40,10 @@ type App struct {
 	Domains  *domain.Service
 	// Suppressions holds the bounce, unsubscribe and whitelist lists.
 	Suppressions *suppression.Service
-	Limiter      *ratelimit.Limiter
-	Registry     *prometheus.Registry
+	// Validator is the address validation pipeline.
+	Validator *validation.Validator
+	Limiter   *ratelimit.Limiter
+	Registry  *prometheus.Registry
 
 	closers []func() error
 }
@@ -99,6 +103,9 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		DKIMKeyBits:    opts.DKIMKeyBits,
 	})
 	a.Suppressions = suppression.NewService(store.NewSuppressions(db), nil)
+	if err := a.openValidator(); err != nil {
+		return err
+	}
 	counter, err := a.rateCounter(ctx)
 	if err != nil {
 		return err
@@ -147,6 +154,7 @@ func (a *App) API() *httpapi.Server {
 		Accounts:     a.Accounts,
 		Domains:      a.Domains,
 		Suppressions: a.Suppressions,
+		Validator:    a.Validator,
 		Limiter:      a.Limiter,
 		Limits: httpapi.Limits{
 			ValidationPerHour: a.Config.RateValidationPerHour,
@@ -203,4 +211,32 @@ func NewLogger(cfg config.Config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openValidator builds the validation pipeline with the database cache,
+// the operator lists (reloaded when their files change) and the bounce
+// history of the suppression lists.
+func (a *App) openValidator() error {
+	lists, err := validation.LoadFileLists(a.Config.BlocklistFile, a.Config.AllowlistFile)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.closers = append(a.closers, func() error { cancel(); return nil })
+	go lists.Watch(ctx, 10*time.Second, func(changed bool, err error) {
+		if err != nil {
+			a.Logger.Warn("operator lists not reloaded", "error", err)
+		} else {
+			a.Logger.Info("operator lists reloaded")
+		}
+	})
+	a.Validator, err = validation.New(validation.Config{
+		Resolver:          a.Resolver,
+		Cache:             store.NewValidationCache(a.DB),
+		Lists:             lists,
+		Bounces:           store.NewSuppressions(a.DB),
+		CacheTTL:          a.Config.ValidationCacheTTL,
+		SpamtrapThreshold: a.Config.SpamtrapThreshold,
+	})
+	return err
 }

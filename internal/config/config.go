@@ -33,6 +33,11 @@ type Config struct {
 	RetrySchedule []time.Duration // delays between attempts
 	MaxMessageAge time.Duration   // give up after this
 
+	BlocklistFile      string        // operator blocklist: domains and addresses, one a line
+	AllowlistFile      string        // operator allowlist, same format; wins over every list
+	ValidationCacheTTL time.Duration // how long definitive validation answers are cached
+	SpamtrapThreshold  float64       // score from which is_spamtrap is true
+
 	SecretKey      string   // base64 32-byte key for secrets at rest; empty = DataDir/secret.key
 	RelayAllowlist []string // SMTP relay hosts tenants may set over the API
 	SPFRecord      string   // the SPF TXT value domains are told to publish
@@ -53,11 +58,13 @@ func Default() Config {
 		MXPort:                25,
 		RetrySchedule: []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute,
 			time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour},
-		MaxMessageAge:   24 * time.Hour,
-		SPFRecord:       "v=spf1 a mx ~all",
-		LogFormat:       "text",
-		LogLevel:        "info",
-		ShutdownTimeout: 15 * time.Second,
+		MaxMessageAge:      24 * time.Hour,
+		ValidationCacheTTL: 7 * 24 * time.Hour,
+		SpamtrapThreshold:  0.5,
+		SPFRecord:          "v=spf1 a mx ~all",
+		LogFormat:          "text",
+		LogLevel:           "info",
+		ShutdownTimeout:    15 * time.Second,
 	}
 }
 
@@ -153,6 +160,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxMessageAge <= 0 {
 		bad("max-message-age", "must be positive")
+	}
+	if c.ValidationCacheTTL <= 0 {
+		bad("validation-cache-ttl", "must be positive")
+	}
+	if c.SpamtrapThreshold <= 0 || c.SpamtrapThreshold > 1 {
+		bad("spamtrap-threshold", "must be in (0, 1], got %g", c.SpamtrapThreshold)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		bad("log-format", "want text or json, got %q", c.LogFormat)

@@ -45,6 +45,10 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 		return err
 	})
 	fs.DurationVar(&cfg.MaxMessageAge, "max-message-age", cfg.MaxMessageAge, "give up delivering after this")
+	fs.StringVar(&cfg.BlocklistFile, "blocklist-file", "", "operator blocklist for validation: one domain or address a line; reloaded on change")
+	fs.StringVar(&cfg.AllowlistFile, "allowlist-file", "", "operator allowlist for validation, same format; overrides every blocklist")
+	fs.DurationVar(&cfg.ValidationCacheTTL, "validation-cache-ttl", cfg.ValidationCacheTTL, "how long definitive validation answers are cached")
+	fs.Float64Var(&cfg.SpamtrapThreshold, "spamtrap-threshold", cfg.SpamtrapThreshold, "spamtrap score from which is_spamtrap is true")
 	fs.StringVar(&cfg.SecretKey, "secret-key", "", "base64 32-byte key encrypting secrets at rest (default DATA_DIR/secret.key; set it when several processes share PostgreSQL)")
 	fs.Func("relay-allowlist", "comma-separated SMTP relay hosts (or *.suffix) tenants may configure over the API", func(s string) error {
 		cfg.RelayAllowlist = splitList(s)

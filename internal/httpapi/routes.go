@@ -38,6 +38,10 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/metrics", public: s.handleMetrics},
 		{method: "GET", path: "/api/openapi.json", public: s.handleOpenAPI},
 
+		{method: "POST", path: "/api/email/validate", group: groupValidation, handler: s.handleValidate},
+		{method: "POST", path: "/api/email/validate/strict", group: groupValidation, handler: s.handleValidateStrict},
+		{method: "POST", path: "/api/email/validate/bulk/strict", group: groupValidation, handler: s.handleValidateBulkStrict},
+
 		{method: "DELETE", path: "/api/domains/{domain}/tracklink", group: groupDelete, handler: s.handleRemoveTracking},
 		{method: "DELETE", path: "/api/domains/{domain}/auth-domain", group: groupDelete, handler: s.handleRemoveAuthDomain},
 		{method: "PUT", path: "/api/domains/{domain}/tracklink", group: groupDomain, handler: s.handleSetTracking},

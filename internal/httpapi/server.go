@@ -15,6 +15,7 @@ import (
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/suppression"
+	"github.com/postline/postline/internal/validation"
 )
 
 // Pinger reports whether the database answers.
@@ -36,11 +37,13 @@ type Deps struct {
 	Domains  *domain.Service
 	// Suppressions is the suppression capability.
 	Suppressions *suppression.Service
-	Limiter      *ratelimit.Limiter
-	Limits       Limits
-	DB           Pinger
-	Logger       *slog.Logger
-	Registry     *prometheus.Registry // metrics are registered here; nil makes a private one
+	// Validator is the address validation pipeline.
+	Validator *validation.Validator
+	Limiter   *ratelimit.Limiter
+	Limits    Limits
+	DB        Pinger
+	Logger    *slog.Logger
+	Registry  *prometheus.Registry // metrics are registered here; nil makes a private one
 }
 
 // Server is the HTTP API.

@@ -150,3 +150,14 @@ func (s Suppressions) Matching(ctx context.Context, domainID int64, keys []strin
 	return out, nil
 }
 
+
+// HardBounced implements validation.BounceHistory: whether addr bounced
+// permanently for any domain of this service.
+func (s Suppressions) HardBounced(ctx context.Context, addr string) (bool, error) {
+	var one int
+	err := s.db.r.QueryRowContext(ctx, `SELECT 1 FROM suppressions WHERE type = 'bounce' AND recipient = $1 LIMIT 1`, addr).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, notFound(err, "suppressions")
+}

@@ -13,6 +13,8 @@ CREATE TABLE suppressions (
 );
 -- The check looks up (domain, recipient) for addresses and their domains.
 CREATE INDEX suppressions_recipient ON suppressions (domain_id, recipient);
+-- Validation asks whether an address hard-bounced for any domain.
+CREATE INDEX suppressions_bounced ON suppressions (recipient) WHERE type = 'bounce';
 -- Lists page through one type newest first.
 CREATE INDEX suppressions_list ON suppressions (domain_id, type, created_at DESC, id DESC);
 
