@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/postline/postline/internal/dnstest"
 )
 
 // cli runs the command in-process with POSTLINE_DATA_DIR=dir and returns
@@ -119,5 +122,57 @@ func TestCLISuppressions(t *testing.T) {
 		if code != s.code || !strings.Contains(text, s.contains) {
 			t.Errorf("postline %s: exit %d, stdout %q, stderr %q; want exit %d with %q", strings.Join(s.args, " "), code, out, errs, s.code, s.contains)
 		}
+	}
+}
+
+func TestCLIValidate(t *testing.T) {
+	t.Parallel()
+	dns := dnstest.New(t)
+	dns.AddMX("acme-mail.com", 10, "mx.acme-mail.com")
+	vars := map[string]string{"POSTLINE_DATA_DIR": t.TempDir(), "POSTLINE_DNS_SERVER": dns.Addr()}
+	run := func(stdin string, args ...string) (int, []map[string]any, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append([]string{"validate"}, args...),
+			env{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }})
+		var results []map[string]any
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if line == "" {
+				continue
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("output line %q is not JSON: %v", line, err)
+			}
+			results = append(results, m)
+		}
+		return code, results, errb.String()
+	}
+	code, res, errs := run("jane@acme-mail.com\n\n  bob@nowhere-corp.net \nnot-an-address\njane@acme-mail.com\n")
+	if code != 0 || len(res) != 4 {
+		t.Fatalf("stdin: exit %d, %d results, stderr %q", code, len(res), errs)
+	}
+	want := []struct {
+		email string
+		valid bool
+	}{{"jane@acme-mail.com", true}, {"bob@nowhere-corp.net", false}, {"not-an-address", false}, {"jane@acme-mail.com", true}}
+	for i, w := range want {
+		if res[i]["email"] != w.email || res[i]["is_valid"] != w.valid {
+			t.Errorf("line %d = %v, want %s valid=%v (input order)", i+1, res[i], w.email, w.valid)
+		}
+	}
+	if res[1]["reason"] != "nxdomain" || !strings.Contains(errs, "validated 4 addresses: 2 valid, 2 invalid") {
+		t.Errorf("reason %v, summary %q", res[1]["reason"], errs)
+	}
+	// The server's cache is shared: a second run answers from it.
+	if _, res, _ = run("", "jane@acme-mail.com"); res[0]["cached"] != true {
+		t.Errorf("second run not cached: %v", res[0])
+	}
+	queries := dns.Queries()
+	code, res, _ = run("", "--offline", "--strict", `"x y"@acme-mail.com`, "z@unknown-corp.net")
+	if code != 0 || res[0]["is_valid"] != false || res[0]["reason"] != "syntax" || res[1]["is_valid"] != true || dns.Queries() != queries {
+		t.Errorf("offline strict: exit %d %v, %d DNS queries", code, res, dns.Queries()-queries)
+	}
+	if code, _, errs := run("", "--concurrency", "0"); code != 2 {
+		t.Errorf("--concurrency 0: exit %d %q, want 2", code, errs)
 	}
 }

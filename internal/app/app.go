@@ -42,6 +42,7 @@ type App struct {
 	Suppressions *suppression.Service
 	// Validator is the address validation pipeline.
 	Validator *validation.Validator
+	lists     *validation.FileLists
 	Limiter   *ratelimit.Limiter
 	Registry  *prometheus.Registry
 
@@ -230,13 +231,25 @@ func (a *App) openValidator() error {
 			a.Logger.Info("operator lists reloaded")
 		}
 	})
-	a.Validator, err = validation.New(validation.Config{
-		Resolver:          a.Resolver,
-		Cache:             store.NewValidationCache(a.DB),
-		Lists:             lists,
+	a.lists = lists
+	a.Validator, err = a.NewValidator(false, 0)
+	return err
+}
+
+// NewValidator builds a validation pipeline on the app's resolver, cache,
+// lists and bounce history: the API's own, or a CLI's with its own
+// concurrency. Offline ones use no DNS and no shared cache.
+func (a *App) NewValidator(offline bool, concurrency int) (*validation.Validator, error) {
+	cfg := validation.Config{
+		Lists:             a.lists,
 		Bounces:           store.NewSuppressions(a.DB),
 		CacheTTL:          a.Config.ValidationCacheTTL,
 		SpamtrapThreshold: a.Config.SpamtrapThreshold,
-	})
-	return err
+		Concurrency:       concurrency,
+		Offline:           offline,
+	}
+	if !offline {
+		cfg.Resolver, cfg.Cache = a.Resolver, store.NewValidationCache(a.DB)
+	}
+	return validation.New(cfg)
 }

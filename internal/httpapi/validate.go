@@ -20,16 +20,6 @@ const (
 	maxBulkEmails    = 100
 )
 
-// resultJSON renders a validation result with validated_at.
-type resultJSON struct {
-	validation.Result
-	ValidatedAt string `json:"validated_at"`
-}
-
-func resultView(r validation.Result) resultJSON {
-	return resultJSON{Result: r, ValidatedAt: timeJSON(r.ValidatedAt)}
-}
-
 func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, p account.Principal) error {
 	return s.validateOne(w, r, validation.ModeStandard, maxStandardEmail)
 }
@@ -53,7 +43,7 @@ func (s *Server) validateOne(w http.ResponseWriter, r *http.Request, mode valida
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": resultView(res)})
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": res})
 	return nil
 }
 
@@ -91,11 +81,7 @@ func (s *Server) handleValidateBulkStrict(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
-	out := make([]resultJSON, len(results))
-	for i, res := range results {
-		out[i] = resultView(res)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": map[string]any{"results": out, "summary": sum}})
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": map[string]any{"results": results, "summary": sum}})
 	return nil
 }
 

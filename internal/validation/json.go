@@ -1,0 +1,16 @@
+package validation
+
+import "encoding/json"
+
+// MarshalJSON renders the API's form of a result: the tagged fields plus
+// validated_at as RFC 3339 UTC with milliseconds. The endpoints and
+// `postline validate` print the same JSON.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type fields Result // without this method
+	return json.Marshal(struct {
+		fields
+		ValidatedAt string `json:"validated_at"`
+	}{fields(r), r.ValidatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")})
+}
+
+var _ json.Marshaler = Result{}
