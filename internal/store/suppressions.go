@@ -150,7 +150,6 @@ func (s Suppressions) Matching(ctx context.Context, domainID int64, keys []strin
 	return out, nil
 }
 
-
 // HardBounced implements validation.BounceHistory: whether addr bounced
 // permanently for any domain of this service.
 func (s Suppressions) HardBounced(ctx context.Context, addr string) (bool, error) {
