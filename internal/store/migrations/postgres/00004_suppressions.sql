@@ -32,19 +32,32 @@ CREATE TABLE suppression_counts (
     PRIMARY KEY (domain_id, type)
 );
 
+-- Statement-level triggers with transition tables: one counter update per
+-- statement and list, not one per row (a per-row update of the same counter
+-- row inside one transaction makes every update walk a longer version chain).
 -- +goose StatementBegin
-CREATE FUNCTION suppressions_count() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION suppressions_count_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO suppression_counts (domain_id, type, n) VALUES (NEW.domain_id, NEW.type, 1)
-        ON CONFLICT (domain_id, type) DO UPDATE SET n = suppression_counts.n + 1;
-    ELSE
-        UPDATE suppression_counts SET n = n - 1 WHERE domain_id = OLD.domain_id AND type = OLD.type;
-    END IF;
+    INSERT INTO suppression_counts (domain_id, type, n)
+    SELECT domain_id, type, COUNT(*) FROM new_rows GROUP BY domain_id, type
+    ON CONFLICT (domain_id, type) DO UPDATE SET n = suppression_counts.n + excluded.n;
     RETURN NULL;
 END
 $$;
 -- +goose StatementEnd
 
-CREATE TRIGGER suppressions_count AFTER INSERT OR DELETE ON suppressions
-    FOR EACH ROW EXECUTE FUNCTION suppressions_count();
+-- +goose StatementBegin
+CREATE FUNCTION suppressions_count_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE suppression_counts c SET n = c.n - d.k
+    FROM (SELECT domain_id, type, COUNT(*) AS k FROM old_rows GROUP BY domain_id, type) d
+    WHERE c.domain_id = d.domain_id AND c.type = d.type;
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER suppressions_count_insert AFTER INSERT ON suppressions
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION suppressions_count_insert();
+CREATE TRIGGER suppressions_count_delete AFTER DELETE ON suppressions
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION suppressions_count_delete();
