@@ -1,0 +1,112 @@
+// Package delivery is the SMTP transport: it hands one message for one
+// recipient to the next hop and says, in one error type, what happened.
+// The queue and the retry policy live elsewhere (package sending); this
+// package keeps no state beyond open connections.
+//
+// # Routing
+//
+// A Route in ModeSMTP sends through a relay: Route.Host (a name or an IP)
+// on Route.Port. A Route in ModeDirect sends to the recipient domain's MX
+// hosts, by preference (equal preferences in the resolver's order), on
+// Config.MXPort:
+//
+//   - no MX records (NoData): the domain itself is the implicit MX
+//     (RFC 5321 §5.1);
+//   - a null MX (RFC 7505): permanent, 5.1.10;
+//   - NXDOMAIN: permanent, 5.1.2;
+//   - a DNS timeout or server failure: temporary, 4.4.3.
+//
+// Every name, MX hosts and relay names alike, is resolved through
+// Config.Resolver and the address dialled directly, never through the
+// system resolver, so that delivery agrees with validation and tests serve
+// their own zones. Up to 5 MX hosts and 4 addresses per host are tried. A
+// failure to reach or open a session with a host (connect, tls and dns
+// stages, 4xx or 5xx greeting or EHLO) moves on to the next; an answer
+// about the message or the recipient (MAIL, RCPT, DATA) ends the attempt.
+// When all hosts fail, the most preferred temporary failure is returned if
+// there is one, else the last failure.
+//
+// # TLS policy
+//
+// Relays (the operator configured them, credentials travel to them):
+// Route.TLS "tls" is implicit TLS, "starttls" (the default) requires
+// STARTTLS, "none" is plain text. Certificates are verified against
+// Config.TLSConfig (system roots by default) unless
+// Config.InsecureSkipRelayVerify. A relay that does not offer STARTTLS when
+// required is refused (temporary, 4.7.10): the operator asked for
+// encryption, so nothing is sent in clear, but the cause (a misconfigured
+// or downgraded relay) is not the recipient's and may be fixed, so the
+// queue keeps the message. Certificate and handshake failures are likewise
+// temporary (4.7.5).
+//
+// MX hosts: opportunistic STARTTLS without certificate verification
+// (RFC 7435), in plain text if STARTTLS is not offered, and again in plain
+// text if the STARTTLS exchange or handshake fails. MX certificates are
+// not verified because nothing says which name they must match: without
+// MTA-STS (RFC 8461) or DANE (RFC 7672), both out of scope for now, a
+// verified-or-nothing policy would only turn an active attacker's
+// downgrade into lost mail, and most MX certificates do not verify. Result.TLS
+// reports whether the session was encrypted.
+//
+// # Transaction
+//
+// EHLO with Config.HeloName; AUTH PLAIN (or LOGIN if only LOGIN is offered)
+// when Route.User is set, else the relay's AUTH is not used; MAIL FROM with
+// SIZE, BODY=8BITMIME when the server offers 8BITMIME, and SMTPUTF8 when
+// an address or the header is non-ASCII and the server offers it (a
+// non-ASCII address to a server without it is refused: permanent, 5.6.7);
+// RCPT TO the one recipient; DATA. A message with 8-bit bytes to a server
+// without 8BITMIME is sent as is: 7-bit encoding is the message builder's
+// job.
+//
+// # Errors
+//
+// Send returns only *Error values; Classify turns any error into one (a
+// non-nil err never gives nil). Code is set only when a server replied.
+//
+//	cause                                   Code  Enhanced  verdict    Stage
+//	4xx reply ("450 4.2.0 greylisted")      450   4.2.0     temporary  rcpt
+//	5xx reply ("550 5.1.1 no such user")    550   5.1.1     permanent  rcpt
+//	  ("552 5.3.4 message too big")         552   5.3.4     permanent  data
+//	  ("535 5.7.8 bad credentials")         535   5.7.8     permanent  auth
+//	connection refused, connect timeout     0     4.4.1     temporary  connect
+//	connection lost, I/O timeout            0     4.4.2     temporary  any
+//	TLS handshake or certificate failure    0     4.7.5     temporary  tls
+//	relay lacks required STARTTLS           0     4.7.10    temporary  tls
+//	relay lacks AUTH PLAIN and LOGIN        0     4.7.0     temporary  auth
+//	DNS timeout, SERVFAIL                   0     4.4.3     temporary  dns
+//	domain does not exist (NXDOMAIN)        0     5.1.2     permanent  dns
+//	null MX                                 0     5.1.10    permanent  dns
+//	MX host without addresses               0     5.4.4     permanent  dns
+//	relay name without addresses            0     4.4.4     temporary  dns
+//	non-ASCII address, no SMTPUTF8          0     5.6.7     permanent  mail
+//	invalid Route                           0     5.3.5     permanent  connect
+//	ctx canceled or past its deadline       0     4.4.7     temporary  any
+//	Transport closed (ErrClosed)            0     4.3.2     temporary  connect
+//	anything else                           0     4.0.0     temporary  any
+//
+// Error.RecipientRejected tells a refusal of the recipient (bounce and
+// suppress) from other permanent failures; Error.RetryAfter reads a delay
+// hint ("try again in 5 minutes") from the reply text.
+//
+// # Connection reuse and bounds
+//
+// Connections are pooled per destination: the relay's host, port, TLS mode
+// and credentials, or the MX host and port (so domains sharing an MX share
+// its connections). After a delivered message the connection goes back to
+// the pool as is (the end of DATA resets the transaction, RFC 5321
+// §4.1.1.4); after a refused MAIL, RCPT or DATA it goes back only if RSET
+// succeeds; after any other error it is closed, never reused. Idle
+// connections are closed (with QUIT) after Config.IdleTimeout. A reused
+// connection is not probed with NOOP, which would cost a round trip per
+// message; instead, if MAIL fails on it with a network error or a 421 (the
+// server timed it out or limits messages per connection), the message is
+// retried once on a new connection, which is safe since nothing was
+// accepted yet.
+//
+// At most Config.MaxConnsPerDest connections, busy or idle, are open per
+// destination; Send waits for an idle connection or a free slot, or until
+// its ctx ends. Every step is bounded: DialTimeout per connect,
+// CommandTimeout per command, handshake and read or write of the message,
+// and the ctx given to Send, whose end aborts the I/O in progress at once.
+package delivery

@@ -1,0 +1,155 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/postline/postline/internal/dnsclient"
+)
+
+// Bounds on one direct-delivery attempt, as Postfix's smtp_mx_address_limit
+// does: a domain listing dozens of dead MX hosts must not hold a worker for
+// dozens of connect timeouts.
+const (
+	maxMXHosts = 5 // MX hosts tried, by preference
+	maxAddrs   = 4 // addresses tried per host
+)
+
+// sendRelay delivers through the route's relay.
+func (t *Transport) sendRelay(ctx context.Context, r Route, env Envelope, msg []byte) (Result, *Error) {
+	r.Host = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(r.Host)), ".")
+	if r.TLS == "" {
+		r.TLS = TLSStartTLS
+	}
+	if r.Port == 0 {
+		r.Port = map[string]int{TLSImplicit: 465, TLSNone: 25}[r.TLS]
+		if r.Port == 0 {
+			r.Port = 587
+		}
+	}
+	switch {
+	case r.Host == "" || strings.ContainsAny(r.Host, " /:@\r\n") && !isIP(r.Host):
+		return Result{}, configError("relay host %q is not a host name or IP address", r.Host)
+	case r.Port < 1 || r.Port > 65535:
+		return Result{}, configError("relay port %d is not a port", r.Port)
+	case r.TLS != TLSNone && r.TLS != TLSStartTLS && r.TLS != TLSImplicit:
+		return Result{}, configError("relay TLS mode %q is not none, starttls or tls", r.TLS)
+	}
+	tg := target{host: r.Host, port: r.Port, relay: r,
+		key: "relay\x00" + net.JoinHostPort(r.Host, strconv.Itoa(r.Port)) + "\x00" + r.TLS + "\x00" + r.User + "\x00" + r.Password}
+	if ip, err := netip.ParseAddr(r.Host); err == nil {
+		tg.addrs = []netip.Addr{ip.Unmap()}
+	}
+	return t.deliver(ctx, tg, env, msg)
+}
+
+// sendDirect delivers to the MX hosts of the recipient's domain, in order
+// of preference, moving to the next host when one cannot be reached or
+// refuses the session (connect, tls and dns stages). A refusal of the
+// message or recipient ends the attempt. When every host failed, the error
+// is the most preferred temporary one if any (a backup MX refusing must not
+// bounce mail the primary would take later), else the last one.
+func (t *Transport) sendDirect(ctx context.Context, env Envelope, msg []byte) (Result, *Error) {
+	domain := strings.ToLower(env.To[strings.LastIndexByte(env.To, '@')+1:])
+	if strings.HasPrefix(domain, "[") {
+		return Result{}, &Error{Enhanced: "5.1.2", Stage: StageDNS,
+			Message: fmt.Sprintf("address literal %s is not supported for direct delivery", domain)}
+	}
+	hosts, implicit, e := t.mxHosts(ctx, domain)
+	if e != nil {
+		return Result{}, e
+	}
+	var firstTemp, last *Error
+	for _, h := range hosts {
+		tg := target{host: h, port: t.cfg.MXPort, mx: true,
+			key: "mx\x00" + net.JoinHostPort(h, strconv.Itoa(t.cfg.MXPort))}
+		if ip, err := netip.ParseAddr(h); err == nil {
+			tg.addrs = []netip.Addr{ip.Unmap()} // an MX naming an IP, against RFC 5321 but seen
+		}
+		res, e := t.deliver(ctx, tg, env, msg)
+		if e == nil {
+			return res, nil
+		}
+		if implicit && e.Stage == StageDNS && !e.Temporary {
+			e.Enhanced = "5.1.2"
+			e.Message = fmt.Sprintf("domain %s has no MX and no address records: %s", domain, e.Message)
+		}
+		switch e.Stage {
+		case StageConnect, StageTLS, StageDNS:
+		default:
+			return Result{}, e
+		}
+		if ctx.Err() != nil {
+			return Result{}, e
+		}
+		if e.Temporary && firstTemp == nil {
+			firstTemp = e
+		}
+		last = e
+	}
+	if firstTemp != nil {
+		return Result{}, firstTemp
+	}
+	return Result{}, last
+}
+
+// mxHosts returns the hosts to try for domain, by preference (ties in the
+// resolver's order), and whether they are the implicit MX (RFC 5321 §5.1:
+// the domain itself, when it has no MX records).
+func (t *Transport) mxHosts(ctx context.Context, domain string) ([]string, bool, *Error) {
+	mxs, err := t.cfg.Resolver.LookupMX(ctx, domain)
+	switch {
+	case err == nil && dnsclient.IsNullMX(mxs):
+		return nil, false, &Error{Enhanced: "5.1.10", Stage: StageDNS,
+			Message: fmt.Sprintf("domain %s accepts no mail (null MX, RFC 7505)", domain)}
+	case err == nil:
+		var hosts []string
+		for _, mx := range mxs {
+			if mx.Host != "." && mx.Host != "" && len(hosts) < maxMXHosts {
+				hosts = append(hosts, mx.Host)
+			}
+		}
+		if len(hosts) == 0 {
+			return nil, false, &Error{Enhanced: "5.1.10", Stage: StageDNS,
+				Message: fmt.Sprintf("domain %s has only null MX records", domain)}
+		}
+		return hosts, false, nil
+	case dnsclient.IsNoData(err):
+		return []string{domain}, true, nil
+	case dnsclient.IsNotFound(err), dnsclient.IsInvalid(err):
+		return nil, false, &Error{Enhanced: "5.1.2", Stage: StageDNS, Err: err,
+			Message: fmt.Sprintf("domain %s does not exist", domain)}
+	}
+	return nil, false, dnsError(err, "")
+}
+
+// dnsError classifies a failed lookup: temporary (4.4.3) for timeouts and
+// server failures and any error not from dnsclient, else permanent 5.4.4
+// (unable to route: the name has no addresses).
+func dnsError(err error, host string) *Error {
+	e := &Error{Enhanced: "4.4.3", Temporary: true, Stage: StageDNS, Host: host, Err: err, Message: err.Error()}
+	switch {
+	case dnsclient.IsNotFound(err) || dnsclient.IsNoData(err) || dnsclient.IsInvalid(err):
+		e.Enhanced, e.Temporary = "5.4.4", false
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		e.Enhanced = "4.4.7"
+	}
+	return e
+}
+
+// configError is a permanent refusal of an invalid Route (5.3.5: system
+// incorrectly configured). The domain service validates routes on save, so
+// this is a bug or a stale row, and retrying the same route cannot help.
+func configError(format string, args ...any) *Error {
+	return &Error{Enhanced: "5.3.5", Stage: StageConnect, Message: fmt.Sprintf(format, args...)}
+}
+
+func isIP(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err == nil
+}

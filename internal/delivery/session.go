@@ -1,0 +1,249 @@
+package delivery
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+)
+
+// quitTimeout bounds the QUIT sent to a connection being closed politely.
+const quitTimeout = 5 * time.Second
+
+// target is one next hop: a relay, or one MX host.
+type target struct {
+	host  string // the name (or IP) dialled: TLS ServerName, Result.Host
+	port  int
+	addrs []netip.Addr // set when host is an IP literal, else resolved
+	mx    bool         // direct delivery: opportunistic, unverified TLS
+	relay Route        // relay settings when !mx
+	key   string       // pool key
+}
+
+// session is one open SMTP connection, ready for a transaction.
+type session struct {
+	c     *smtp.Client
+	conn  *deadlineConn
+	host  string
+	tls   bool
+	timer *time.Timer // idle expiry; guarded by Transport.mu
+}
+
+// abort closes the connection at once (without a TLS close_notify, which
+// could wait on a stuck peer).
+func (s *session) abort() {
+	s.conn.abort()
+	s.conn.Close()
+}
+
+// quit says QUIT (briefly) and closes the connection.
+func (s *session) quit() {
+	s.c.CommandTimeout = min(s.c.CommandTimeout, quitTimeout)
+	if s.c.Quit() != nil {
+		s.c.Close()
+	}
+}
+
+// connect opens a session to one of tg's addresses (at most maxAddrs of
+// them), trying the next on a temporary failure. For an MX, a failed
+// STARTTLS is retried in plain text on the same address.
+func (t *Transport) connect(ctx context.Context, tg target) (*session, *Error) {
+	addrs := tg.addrs
+	if addrs == nil {
+		var err error
+		if addrs, err = t.cfg.Resolver.LookupIP(ctx, tg.host); err != nil {
+			e := dnsError(err, tg.host)
+			if !tg.mx && !e.Temporary {
+				// A relay name that does not resolve is our configuration
+				// (or its DNS) failing, not the recipient: keep the mail.
+				e.Enhanced, e.Temporary = "4.4.4", true
+			}
+			return nil, e
+		}
+	}
+	var last *Error
+	for _, a := range addrs[:min(len(addrs), maxAddrs)] {
+		s, e := t.dial(ctx, tg, a, tg.mx)
+		if e != nil && tg.mx && e.Stage == StageTLS && ctx.Err() == nil {
+			s, e = t.dial(ctx, tg, a, false)
+		}
+		if e == nil {
+			return s, nil
+		}
+		last = e
+		if !e.Temporary || ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, last
+}
+
+// dial connects to addr and runs the greeting, EHLO, TLS and AUTH steps.
+func (t *Transport) dial(ctx context.Context, tg target, addr netip.Addr, tryTLS bool) (*session, *Error) {
+	nc, err := t.dialer.DialContext(ctx, "tcp", netip.AddrPortFrom(addr, uint16(tg.port)).String())
+	if err != nil {
+		return nil, t.fail(ctx, err, StageConnect, tg.host)
+	}
+	dc := &deadlineConn{Conn: nc, timeout: t.cfg.CommandTimeout}
+	stop := context.AfterFunc(ctx, dc.abort)
+	s, stage, err := t.handshake(ctx, dc, tg, tryTLS)
+	if !stop() && err == nil {
+		err, stage = ctx.Err(), StageConnect
+	}
+	if err != nil {
+		dc.Close()
+		return nil, t.fail(ctx, err, stage, tg.host)
+	}
+	return s, nil
+}
+
+// handshake takes a new connection from the greeting to ready for MAIL,
+// returning the stage that failed.
+func (t *Transport) handshake(ctx context.Context, dc *deadlineConn, tg target, tryTLS bool) (*session, string, error) {
+	s := &session{conn: dc, host: tg.host}
+	var nc net.Conn = dc
+	if !tg.mx && tg.relay.TLS == TLSImplicit {
+		tc := tls.Client(dc, t.relayTLS(tg.host))
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return nil, StageTLS, err
+		}
+		nc, s.tls = tc, true
+	}
+	s.c = t.newClient(nc)
+	if err := s.c.Hello(t.cfg.HeloName); err != nil {
+		return nil, StageConnect, err
+	}
+	wantTLS := !s.tls && (tg.mx && tryTLS || !tg.mx && tg.relay.TLS != TLSNone)
+	if ok, _ := s.c.Extension("STARTTLS"); wantTLS && ok {
+		cfg := &tls.Config{ServerName: tg.host, InsecureSkipVerify: true} // see doc.go: TLS policy
+		if !tg.mx {
+			cfg = t.relayTLS(tg.host)
+		}
+		c, err := t.startTLS(ctx, dc, cfg)
+		if err != nil {
+			return nil, StageTLS, err
+		}
+		s.c, s.tls = c, true
+	} else if wantTLS && !tg.mx {
+		return nil, StageTLS, &Error{Enhanced: "4.7.10", Temporary: true, Stage: StageTLS, Host: tg.host,
+			Message: "relay does not offer STARTTLS; refusing to send in clear text"}
+	}
+	if !tg.mx && tg.relay.User != "" {
+		if err := t.auth(s.c, tg); err != nil {
+			return nil, StageAuth, err
+		}
+	}
+	return s, "", nil
+}
+
+// newClient wraps nc in a go-smtp client bounded by CommandTimeout.
+func (t *Transport) newClient(nc net.Conn) *smtp.Client {
+	c := smtp.NewClient(nc)
+	c.CommandTimeout = t.cfg.CommandTimeout
+	c.SubmissionTimeout = t.cfg.CommandTimeout
+	return c
+}
+
+// startTLS sends STARTTLS on dc (whose EHLO exchange is complete, so
+// nothing is buffered), upgrades it and returns a client on the TLS
+// connection that has said EHLO again (RFC 3207 §4.2).
+func (t *Transport) startTLS(ctx context.Context, dc *deadlineConn, cfg *tls.Config) (*smtp.Client, error) {
+	if _, err := io.WriteString(dc, "STARTTLS\r\n"); err != nil {
+		return nil, err
+	}
+	// One byte at a time, so nothing past the reply (the server's TLS
+	// records, once the handshake starts) is ever read into a buffer.
+	r := textproto.NewReader(bufio.NewReaderSize(oneByteReader{dc}, 16))
+	if _, _, err := r.ReadResponse(220); err != nil {
+		var pe *textproto.Error
+		if errors.As(err, &pe) {
+			return nil, smtpError(pe)
+		}
+		return nil, err
+	}
+	tc := tls.Client(dc, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nil, err
+	}
+	c := t.newClient(newGreetedConn(tc))
+	return c, c.Hello(t.cfg.HeloName)
+}
+
+// oneByteReader reads at most one byte per call.
+type oneByteReader struct{ r io.Reader }
+
+func (o oneByteReader) Read(p []byte) (int, error) { return o.r.Read(p[:min(len(p), 1)]) }
+
+// smtpError converts a reply read outside go-smtp the way go-smtp does.
+func smtpError(pe *textproto.Error) *smtp.SMTPError {
+	se := &smtp.SMTPError{Code: pe.Code, Message: pe.Msg}
+	code, msg, ok := strings.Cut(pe.Msg, " ")
+	parts := strings.Split(code, ".")
+	if !ok || len(parts) != 3 {
+		return se
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return se
+		}
+		se.EnhancedCode[i] = n
+	}
+	se.Message = msg
+	return se
+}
+
+// auth authenticates with PLAIN, or LOGIN when only that is offered.
+func (t *Transport) auth(c *smtp.Client, tg target) error {
+	u, p := tg.relay.User, tg.relay.Password
+	switch {
+	case c.SupportsAuth(sasl.Plain):
+		return c.Auth(sasl.NewPlainClient("", u, p))
+	case c.SupportsAuth(sasl.Login):
+		return c.Auth(sasl.NewLoginClient(u, p))
+	}
+	_, mechs := c.Extension("AUTH")
+	return &Error{Enhanced: "4.7.0", Temporary: true, Stage: StageAuth, Host: tg.host,
+		Message: "relay offers neither AUTH PLAIN nor LOGIN (offered: " + strings.TrimSpace(mechs) + ")"}
+}
+
+// relayTLS is the TLS configuration for relay host.
+func (t *Transport) relayTLS(host string) *tls.Config {
+	cfg := &tls.Config{}
+	if t.cfg.TLSConfig != nil {
+		cfg = t.cfg.TLSConfig.Clone()
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName = host
+	}
+	if t.cfg.InsecureSkipRelayVerify {
+		cfg.InsecureSkipVerify = true
+	}
+	return cfg
+}
+
+// fail classifies err at stage, as a cancellation if ctx has ended (the
+// I/O error is then only the symptom of the abort).
+func (t *Transport) fail(ctx context.Context, err error, stage, host string) *Error {
+	var se *smtp.SMTPError
+	if ctx.Err() != nil && !errors.As(err, &se) && !errors.Is(err, ctx.Err()) {
+		err = &ctxError{ctx: ctx.Err(), io: err}
+	}
+	return classify(err, stage, host)
+}
+
+// ctxError is an I/O error caused by the end of the Send's context.
+type ctxError struct{ ctx, io error }
+
+func (e *ctxError) Error() string   { return e.ctx.Error() + " (" + e.io.Error() + ")" }
+func (e *ctxError) Unwrap() []error { return []error{e.ctx, e.io} }

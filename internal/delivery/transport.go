@@ -1,0 +1,204 @@
+package delivery
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/postline/postline/internal/dnsclient"
+)
+
+// Route modes and relay TLS modes, as in Route.
+const (
+	ModeSMTP   = "smtp"   // through the configured relay
+	ModeDirect = "direct" // to the recipient domain's MX
+
+	TLSNone     = "none"     // plain text, never STARTTLS
+	TLSStartTLS = "starttls" // STARTTLS required and verified
+	TLSImplicit = "tls"      // TLS from the first byte (SMTPS)
+)
+
+// MXResolver is the DNS a Transport needs; *dnsclient.Resolver satisfies
+// it. Every name is resolved through it (never the system resolver), so
+// delivery and validation agree and tests can serve their own zones.
+type MXResolver interface {
+	LookupMX(ctx context.Context, domain string) ([]dnsclient.MX, error)
+	LookupIP(ctx context.Context, host string) ([]netip.Addr, error)
+}
+
+var _ MXResolver = (*dnsclient.Resolver)(nil)
+
+// Route is where a domain's mail goes.
+type Route struct {
+	Mode string // ModeSMTP or ModeDirect
+	// Relay settings, used in ModeSMTP only. Host is a name or an IP
+	// address; Port 0 means 465 for TLSImplicit, 25 for TLSNone and 587
+	// otherwise; TLS "" means TLSStartTLS. User "" means no AUTH.
+	Host           string
+	Port           int
+	User, Password string
+	TLS            string
+}
+
+// Envelope is the SMTP envelope of one message to one recipient.
+type Envelope struct {
+	From string // MAIL FROM; "" for the null sender (<>)
+	To   string // the one recipient
+}
+
+// Result describes an accepted message.
+type Result struct {
+	Host     string // the MX or relay host that accepted it
+	Code     int    // the final reply code (250)
+	Enhanced string // the final reply's enhanced code, "" if none
+	Message  string // the final reply's text (often carries a queue id)
+	TLS      bool   // whether the session was encrypted
+	Reused   bool   // whether the session was taken from the idle pool
+}
+
+// Config configures a Transport. Only Resolver is required.
+type Config struct {
+	Resolver MXResolver
+	// MXPort is the port for direct delivery. Default 25.
+	MXPort int
+	// HeloName is the EHLO name. Default os.Hostname(), else "localhost".
+	HeloName string
+	// DialTimeout bounds each TCP connect; CommandTimeout each command,
+	// handshake and read or write of the message. Defaults 30s and 5m.
+	// The ctx given to Send bounds the whole attempt.
+	DialTimeout, CommandTimeout time.Duration
+	// TLSConfig is the base TLS configuration for relays (RootCAs,
+	// client certificates, MinVersion). ServerName defaults to the relay
+	// host. It does not apply to MX hosts (see the package documentation).
+	TLSConfig *tls.Config
+	// InsecureSkipRelayVerify turns off certificate verification for
+	// relays. The zero value verifies.
+	InsecureSkipRelayVerify bool
+	// MaxConnsPerDest bounds the open connections (busy or idle) per
+	// destination; Send waits for a free one. Default 4.
+	MaxConnsPerDest int
+	// IdleTimeout is how long an idle connection is kept for reuse.
+	// Default 30s; negative disables reuse.
+	IdleTimeout time.Duration
+}
+
+// Transport sends messages over SMTP, keeping idle connections for reuse.
+// It is safe for concurrent use; share one per process and Close it at
+// shutdown.
+type Transport struct {
+	cfg    Config
+	dialer net.Dialer
+
+	mu     sync.Mutex
+	dests  map[string]*dest // pool key → connections to that destination
+	closed bool
+}
+
+// New checks cfg, fills in its defaults and returns a Transport.
+func New(cfg Config) (*Transport, error) {
+	switch {
+	case cfg.Resolver == nil:
+		return nil, errors.New("delivery: Config.Resolver is required")
+	case cfg.MXPort < 0 || cfg.MXPort > 65535:
+		return nil, fmt.Errorf("delivery: MXPort %d is not a port", cfg.MXPort)
+	case cfg.DialTimeout < 0 || cfg.CommandTimeout < 0:
+		return nil, errors.New("delivery: DialTimeout and CommandTimeout must not be negative")
+	case cfg.MaxConnsPerDest < 0:
+		return nil, fmt.Errorf("delivery: MaxConnsPerDest is negative (%d)", cfg.MaxConnsPerDest)
+	case strings.ContainsAny(cfg.HeloName, " \t\r\n"):
+		return nil, fmt.Errorf("delivery: HeloName %q contains white space", cfg.HeloName)
+	}
+	if cfg.HeloName == "" {
+		name, err := os.Hostname()
+		cfg.HeloName = cmp.Or(strings.TrimSpace(name), "localhost")
+		if err != nil || strings.ContainsAny(cfg.HeloName, " \t\r\n") {
+			cfg.HeloName = "localhost"
+		}
+	}
+	cfg.MXPort = cmp.Or(cfg.MXPort, 25)
+	cfg.DialTimeout = cmp.Or(cfg.DialTimeout, 30*time.Second)
+	cfg.CommandTimeout = cmp.Or(cfg.CommandTimeout, 5*time.Minute)
+	cfg.MaxConnsPerDest = cmp.Or(cfg.MaxConnsPerDest, 4)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, 30*time.Second)
+	return &Transport{
+		cfg:    cfg,
+		dialer: net.Dialer{Timeout: cfg.DialTimeout},
+		dests:  make(map[string]*dest),
+	}, nil
+}
+
+// Send hands msg (the complete message, CRLF line endings; bare LF is
+// converted) for env.To to the next hop of r, and returns the final reply.
+// Every error is an *Error. It waits for a connection slot when the
+// destination is at MaxConnsPerDest, and returns promptly, with a temporary
+// error wrapping ctx.Err(), when ctx ends.
+func (t *Transport) Send(ctx context.Context, r Route, env Envelope, msg []byte) (Result, error) {
+	if e := checkEnvelope(env); e != nil {
+		return Result{}, e
+	}
+	var (
+		res Result
+		e   *Error
+	)
+	switch r.Mode {
+	case ModeDirect:
+		res, e = t.sendDirect(ctx, env, msg)
+	case ModeSMTP:
+		res, e = t.sendRelay(ctx, r, env, msg)
+	default:
+		e = &Error{Enhanced: "5.3.5", Stage: StageConnect, Message: fmt.Sprintf("unknown route mode %q", r.Mode)}
+	}
+	if e != nil {
+		return Result{}, e
+	}
+	return res, nil
+}
+
+// Close closes the idle connections (with QUIT) and makes later Sends fail
+// with ErrClosed. Sends in progress finish; their connections are then
+// closed rather than kept.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	var idle []*session
+	for key, d := range t.dests {
+		for _, s := range d.idle {
+			s.timer.Stop()
+		}
+		idle = append(idle, d.idle...)
+		d.open -= len(d.idle)
+		d.idle = nil
+		t.wakeLocked(key, d)
+	}
+	t.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range idle {
+		wg.Go(s.quit)
+	}
+	wg.Wait()
+	return nil
+}
+
+// checkEnvelope refuses addresses that cannot be sent in a command.
+func checkEnvelope(env Envelope) *Error {
+	bad := func(a string) bool { return strings.ContainsAny(a, "\r\n<>") }
+	if bad(env.From) {
+		return &Error{Enhanced: "5.1.7", Stage: StageMail, Message: fmt.Sprintf("malformed sender %q", env.From)}
+	}
+	if i := strings.LastIndexByte(env.To, '@'); i <= 0 || i == len(env.To)-1 || bad(env.To) {
+		return &Error{Enhanced: "5.1.3", Stage: StageRcpt, Message: fmt.Sprintf("malformed recipient %q", env.To)}
+	}
+	return nil
+}
