@@ -144,7 +144,11 @@ func (s *Sink) Port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 // to stop. It is safe to call more than once.
 func (s *Sink) Close() error {
 	s.closeOnce.Do(func() {
+		// go-smtp's Close only closes listeners Serve has registered; if
+		// Serve has not started yet, closing the listener ourselves is what
+		// makes it return.
 		s.closeErr = s.srv.Close()
+		s.ln.Close()
 		<-s.served
 	})
 	return s.closeErr
