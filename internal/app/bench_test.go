@@ -3,6 +3,7 @@ package app_test
 import (
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,17 +15,22 @@ import (
 
 // BenchmarkRequests compares, in one run, an unauthenticated endpoint
 // (/healthz) with an authenticated, rate-limited one that reads a domain
-// (GET /api/domains/{domain}), over loopback HTTP with keep-alive, to show
-// what authentication + rate limiting + the ownership lookup cost.
+// (GET /api/domains/{domain}) and with a cached single validation, over
+// loopback HTTP with keep-alive, to show what authentication + rate
+// limiting + the ownership lookup cost, and what a cache hit costs.
 //
 //	go test -run '^$' -bench BenchmarkRequests -benchtime 5000x ./internal/app/
 func BenchmarkRequests(b *testing.B) {
-	env := apitest.Start(b, store.SQLite, func(c *config.Config) { c.RateDomainPerMinute = 1 << 30 })
+	env := apitest.Start(b, store.SQLite, func(c *config.Config) {
+		c.RateDomainPerMinute, c.RateValidationPerHour = 1<<30, 1<<30
+	})
 	u := env.NewUser("bench")
 	env.NewDomain(u, "bench.example")
-	for _, c := range []struct{ name, path, auth string }{
-		{"healthz", "/healthz", ""},
-		{"authenticated", "/api/domains/bench.example", u.Auth()},
+	env.DNS.AddMX("acme-mail.com", 10, "mx.acme-mail.com")
+	for _, c := range []struct{ name, method, path, auth, body string }{
+		{"healthz", "GET", "/healthz", "", ""},
+		{"authenticated", "GET", "/api/domains/bench.example", u.Auth(), ""},
+		{"validate-cached", "POST", "/api/email/validate", u.Auth(), `{"email":"jane@acme-mail.com"}`},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -35,7 +41,7 @@ func BenchmarkRequests(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				local := []time.Duration{}
 				for pb.Next() {
-					req, _ := http.NewRequest("GET", env.URL+c.path, nil)
+					req, _ := http.NewRequest(c.method, env.URL+c.path, strings.NewReader(c.body))
 					if c.auth != "" {
 						req.Header.Set("Authorization", c.auth)
 					}

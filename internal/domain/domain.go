@@ -59,6 +59,7 @@ func (d Domain) Verified() bool { return d.VerifiedAt != nil }
 type Store interface {
 	CreateDomain(ctx context.Context, d Domain) (Domain, error)
 	DomainByName(ctx context.Context, name string) (Domain, error)
+	DomainByID(ctx context.Context, id int64) (Domain, error)
 	ListDomains(ctx context.Context, accountID int64) ([]Domain, error)
 	// UpdateDomain writes verification, delivery, tracking and auth fields.
 	UpdateDomain(ctx context.Context, d Domain) error

@@ -85,6 +85,12 @@ func (s Domains) DomainByName(ctx context.Context, name string) (domain.Domain, 
 	return d, notFound(err, "domain")
 }
 
+// DomainByID implements domain.Store.
+func (s Domains) DomainByID(ctx context.Context, id int64) (domain.Domain, error) {
+	d, err := s.scan(s.db.r.QueryRowContext(ctx, `SELECT `+domainCols+` FROM domains WHERE id = $1`, id))
+	return d, notFound(err, "domain")
+}
+
 // ListDomains implements domain.Store.
 func (s Domains) ListDomains(ctx context.Context, accountID int64) ([]domain.Domain, error) {
 	rows, err := s.db.r.QueryContext(ctx, `SELECT `+domainCols+` FROM domains WHERE account_id = $1 ORDER BY name`, accountID)
