@@ -22,9 +22,11 @@ import (
 	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/dnsclient"
 	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/httpapi"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/secret"
+	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/store"
 	"github.com/postline/postline/internal/suppression"
 	"github.com/postline/postline/internal/validation"
@@ -40,6 +42,11 @@ type App struct {
 	Domains  *domain.Service
 	// Suppressions holds the bounce, unsubscribe and whitelist lists.
 	Suppressions *suppression.Service
+	// Events is the delivery log.
+	Events *event.Service
+	// Sending accepts messages; Worker delivers them (serve only).
+	Sending *sending.Service
+	Worker  *sending.Worker
 	// Validator is the address validation pipeline.
 	Validator *validation.Validator
 	lists     *validation.FileLists
@@ -104,6 +111,10 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		DKIMKeyBits:    opts.DKIMKeyBits,
 	})
 	a.Suppressions = suppression.NewService(store.NewSuppressions(db), nil)
+	a.Events = event.NewService(store.NewEvents(db), event.Config{})
+	if err := a.openSending(key); err != nil {
+		return err
+	}
 	if err := a.openValidator(); err != nil {
 		return err
 	}
@@ -155,6 +166,8 @@ func (a *App) API() *httpapi.Server {
 		Accounts:     a.Accounts,
 		Domains:      a.Domains,
 		Suppressions: a.Suppressions,
+		Events:       a.Events,
+		Sending:      a.Sending,
 		Validator:    a.Validator,
 		Limiter:      a.Limiter,
 		Limits: httpapi.Limits{
@@ -170,7 +183,17 @@ func (a *App) API() *httpapi.Server {
 // Serve answers HTTP on ln until ctx is cancelled, then lets in-flight
 // requests finish for up to the configured shutdown timeout.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
-	srv := httpapi.HTTPServer(ln.Addr().String(), a.API().Handler(), a.Logger)
+	stopEvents, err := a.startEventServices(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
+	if err := a.StartWorkers(ctx); err != nil {
+		return err
+	}
+	api := a.API()
+	srv := httpapi.HTTPServer(ln.Addr().String(), api.Handler(), a.Logger)
+	srv.RegisterOnShutdown(api.StopStreams)
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -33,6 +33,12 @@ type Config struct {
 	RetrySchedule []time.Duration // delays between attempts
 	MaxMessageAge time.Duration   // give up after this
 
+	DeliveryWorkers  int           // attempts at once per process
+	DeliveryLease    time.Duration // how long a claimed delivery is held without renewal
+	DomainSendRate   int           // messages per minute per sending domain; 0 = unlimited
+	RelayTLSInsecure bool          // skip certificate checks of SMTP relays (self-signed relays)
+	HeloName         string        // EHLO name; empty = the host name
+
 	BlocklistFile      string        // operator blocklist: domains and addresses, one a line
 	AllowlistFile      string        // operator allowlist, same format; wins over every list
 	ValidationCacheTTL time.Duration // how long definitive validation answers are cached
@@ -44,6 +50,8 @@ type Config struct {
 
 	LogFormat string // text | json
 	LogLevel  string // debug | info | warn | error
+
+	LogRetention time.Duration // delivery log entries older than this are pruned; 0 keeps them
 
 	ShutdownTimeout time.Duration
 }
@@ -59,12 +67,15 @@ func Default() Config {
 		RetrySchedule: []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute,
 			time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour},
 		MaxMessageAge:      24 * time.Hour,
+		DeliveryWorkers:    8,
+		DeliveryLease:      2 * time.Minute,
 		ValidationCacheTTL: 7 * 24 * time.Hour,
 		SpamtrapThreshold:  0.5,
 		SPFRecord:          "v=spf1 a mx ~all",
 		LogFormat:          "text",
 		LogLevel:           "info",
 		ShutdownTimeout:    15 * time.Second,
+		LogRetention:       30 * 24 * time.Hour,
 	}
 }
 
@@ -161,11 +172,23 @@ func (c Config) Validate() error {
 	if c.MaxMessageAge <= 0 {
 		bad("max-message-age", "must be positive")
 	}
+	if c.DeliveryWorkers < 1 || c.DeliveryWorkers > 1000 {
+		bad("delivery-workers", "must be 1..1000, got %d", c.DeliveryWorkers)
+	}
+	if c.DeliveryLease < time.Second {
+		bad("delivery-lease", "must be at least 1s, got %s", c.DeliveryLease)
+	}
+	if c.DomainSendRate < 0 {
+		bad("domain-send-rate", "must not be negative")
+	}
 	if c.ValidationCacheTTL <= 0 {
 		bad("validation-cache-ttl", "must be positive")
 	}
 	if c.SpamtrapThreshold <= 0 || c.SpamtrapThreshold > 1 {
 		bad("spamtrap-threshold", "must be in (0, 1], got %g", c.SpamtrapThreshold)
+	}
+	if c.LogRetention != 0 && c.LogRetention < time.Hour {
+		bad("log-retention", "must be 0 (keep forever) or at least 1h, got %s", c.LogRetention)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		bad("log-format", "want text or json, got %q", c.LogFormat)

@@ -45,6 +45,11 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 		return err
 	})
 	fs.DurationVar(&cfg.MaxMessageAge, "max-message-age", cfg.MaxMessageAge, "give up delivering after this")
+	fs.IntVar(&cfg.DeliveryWorkers, "delivery-workers", cfg.DeliveryWorkers, "delivery attempts at once per process")
+	fs.DurationVar(&cfg.DeliveryLease, "delivery-lease", cfg.DeliveryLease, "how long a claimed delivery is held without renewal; a crashed process's deliveries are retried after it")
+	fs.IntVar(&cfg.DomainSendRate, "domain-send-rate", 0, "messages per minute per sending domain, shared by all workers and processes (0 = unlimited)")
+	fs.BoolVar(&cfg.RelayTLSInsecure, "relay-tls-insecure", false, "do not verify SMTP relay certificates (for self-signed relays)")
+	fs.StringVar(&cfg.HeloName, "helo-name", "", "EHLO name for outgoing SMTP (default the host name)")
 	fs.StringVar(&cfg.BlocklistFile, "blocklist-file", "", "operator blocklist for validation: one domain or address a line; reloaded on change")
 	fs.StringVar(&cfg.AllowlistFile, "allowlist-file", "", "operator allowlist for validation, same format; overrides every blocklist")
 	fs.DurationVar(&cfg.ValidationCacheTTL, "validation-cache-ttl", cfg.ValidationCacheTTL, "how long definitive validation answers are cached")
@@ -57,6 +62,13 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.StringVar(&cfg.SPFRecord, "spf-record", cfg.SPFRecord, "SPF TXT value domains are asked to publish")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "text or json")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
+	fs.Func("log-retention", "how long delivery log entries are kept, e.g. 30d or 720h; 0 keeps them forever (default 30d)", func(s string) error {
+		d, err := parseDays(s)
+		if err == nil {
+			cfg.LogRetention = d
+		}
+		return err
+	})
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long in-flight requests may take on SIGTERM")
 	return l
 }
@@ -153,4 +165,18 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parseDays parses a Go duration, or a whole number of days such as "30d"
+// (time.ParseDuration has no day unit, and retention is counted in days).
+func parseDays(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days < 0 {
+			return 0, fmt.Errorf("want a duration such as 30d or 720h, got %q", s)
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(s)
 }

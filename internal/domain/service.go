@@ -109,7 +109,9 @@ func (s *Service) Get(ctx context.Context, name string) (Domain, error) {
 }
 
 // ByID returns a domain by id (the delivery workers' lookup).
-func (s *Service) ByID(ctx context.Context, id int64) (Domain, error) { return s.store.DomainByID(ctx, id) }
+func (s *Service) ByID(ctx context.Context, id int64) (Domain, error) {
+	return s.store.DomainByID(ctx, id)
+}
 
 // NotOwnedMessage is the one answer for a domain that is missing or not
 // the caller's, so the two cannot be told apart.

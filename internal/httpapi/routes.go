@@ -42,10 +42,16 @@ func (s *Server) routeTable() []route {
 		{method: "POST", path: "/api/email/validate/strict", group: groupValidation, handler: s.handleValidateStrict},
 		{method: "POST", path: "/api/email/validate/bulk/strict", group: groupValidation, handler: s.handleValidateBulkStrict},
 
+		{method: "GET", path: "/api/domains/{domain}/log", group: groupDomainLog, handler: s.handleLogList},
+		{method: "GET", path: "/api/domains/{domain}/log/stream", group: groupDomainLog, handler: s.handleLogStream},
+
 		{method: "DELETE", path: "/api/domains/{domain}/tracklink", group: groupDelete, handler: s.handleRemoveTracking},
 		{method: "DELETE", path: "/api/domains/{domain}/auth-domain", group: groupDelete, handler: s.handleRemoveAuthDomain},
 		{method: "PUT", path: "/api/domains/{domain}/tracklink", group: groupDomain, handler: s.handleSetTracking},
 		{method: "PUT", path: "/api/domains/{domain}/auth-domain", group: groupDomain, handler: s.handleSetAuthDomain},
+
+		{method: "POST", path: "/api/domains/{domain}/message", group: groupDomainLog, handler: s.handleSend,
+			maxBody: maxSendBody, faultsAsSuccess: true},
 
 		{method: "GET", path: "/api/domains/{domain}/suppressions", group: groupDomain, handler: s.handleSuppressions},
 		{method: "GET", path: "/api/domains/{domain}/suppressions/unsubscribes", group: groupDomain, handler: s.handleUnsubscribes},

@@ -13,7 +13,9 @@ import (
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/ratelimit"
+	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/suppression"
 	"github.com/postline/postline/internal/validation"
 )
@@ -37,13 +39,17 @@ type Deps struct {
 	Domains  *domain.Service
 	// Suppressions is the suppression capability.
 	Suppressions *suppression.Service
+	// Events is the delivery log (list and stream endpoints).
+	Events *event.Service
 	// Validator is the address validation pipeline.
 	Validator *validation.Validator
-	Limiter   *ratelimit.Limiter
-	Limits    Limits
-	DB        Pinger
-	Logger    *slog.Logger
-	Registry  *prometheus.Registry // metrics are registered here; nil makes a private one
+	// Sending accepts transactional messages.
+	Sending  *sending.Service
+	Limiter  *ratelimit.Limiter
+	Limits   Limits
+	DB       Pinger
+	Logger   *slog.Logger
+	Registry *prometheus.Registry // metrics are registered here; nil makes a private one
 }
 
 // Server is the HTTP API.
@@ -52,6 +58,10 @@ type Server struct {
 	metrics *metrics
 	handler http.Handler
 	routes  []route
+	// streamsCtx ends with StopStreams: log streams watch it besides
+	// their request, which Shutdown does not cancel.
+	streamsCtx  context.Context
+	stopStreams context.CancelFunc
 }
 
 // New builds the server and its routes.
@@ -66,6 +76,7 @@ func New(d Deps) *Server {
 		d.Limits.MaxJSONBody = 1 << 20
 	}
 	s := &Server{Deps: d, metrics: newMetrics(d.Registry)}
+	s.streamsCtx, s.stopStreams = context.WithCancel(context.Background())
 	s.routes = s.routeTable()
 	mux := http.NewServeMux()
 	for _, rt := range s.routes {

@@ -1,0 +1,51 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+
+	"github.com/postline/postline/internal/delivery"
+	"github.com/postline/postline/internal/sending"
+	"github.com/postline/postline/internal/store"
+)
+
+// openSending builds the intake service, the SMTP transport and the
+// delivery worker. The worker runs only in `serve` (StartWorkers); the CLI
+// never delivers.
+func (a *App) openSending(secretKey []byte) error {
+	cfg := a.Config
+	t, err := delivery.New(delivery.Config{
+		Resolver:                a.Resolver,
+		MXPort:                  cfg.MXPort,
+		HeloName:                cfg.HeloName,
+		TLSConfig:               &tls.Config{MinVersion: tls.VersionTLS12},
+		InsecureSkipRelayVerify: cfg.RelayTLSInsecure,
+	})
+	if err != nil {
+		return err
+	}
+	a.closers = append(a.closers, t.Close)
+	st := store.NewSending(a.DB)
+	verp := sha256.Sum256(append([]byte("postline verp\x00"), secretKey...))
+	a.Worker = sending.NewWorker(sending.WorkerConfig{
+		Concurrency: cfg.DeliveryWorkers,
+		Lease:       cfg.DeliveryLease,
+		DomainRate:  cfg.DomainSendRate,
+		Grace:       cfg.ShutdownTimeout,
+		Policy:      sending.Policy{Schedule: cfg.RetrySchedule, MaxAge: cfg.MaxMessageAge},
+		VERPKey:     verp[:],
+		Logger:      a.Logger,
+	}, st, a.Events, a.Domains, a.Suppressions, t, a.Limiter)
+	a.Sending = sending.NewService(st, a.Events, a.Suppressions, sending.Config{}, a.Worker.Wake)
+	return nil
+}
+
+// StartWorkers starts delivering queued mail until ctx ends or Close.
+func (a *App) StartWorkers(ctx context.Context) error {
+	if err := a.Worker.Start(ctx); err != nil {
+		return err
+	}
+	a.closers = append(a.closers, func() error { a.Worker.Stop(); return nil })
+	return nil
+}

@@ -1,0 +1,90 @@
+package event
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// PrunerConfig configures retention.
+type PrunerConfig struct {
+	// Retention is how long entries are kept; 0 keeps them forever.
+	Retention time.Duration
+	// Interval between passes (default 10 minutes): a pass after a long
+	// pause deletes more, but in the same short batches.
+	Interval time.Duration
+	// Batch is the most rows deleted per transaction (default 5000), so
+	// that pruning never holds the SQLite writer or a domain's insert lock
+	// for long.
+	Batch  int
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Pruner deletes entries older than the retention in the background.
+type Pruner struct {
+	store Store
+	cfg   PrunerConfig
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+}
+
+// NewPruner returns a pruner over st.
+func NewPruner(st Store, cfg PrunerConfig) *Pruner {
+	cfg.Interval = cmp.Or(cfg.Interval, 10*time.Minute)
+	cfg.Batch = cmp.Or(cfg.Batch, 5000)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Pruner{store: st, cfg: cfg}
+}
+
+// Start runs a pass now and then every Interval until Stop or ctx ends.
+// With Retention 0 it does nothing.
+func (p *Pruner) Start(ctx context.Context) error {
+	if p.cfg.Retention <= 0 {
+		return nil
+	}
+	ctx, p.stop = context.WithCancel(ctx)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(p.cfg.Interval)
+		defer t.Stop()
+		for {
+			if _, err := p.runOnce(ctx); err != nil && ctx.Err() == nil {
+				p.cfg.Logger.Warn("event log retention pass failed", "error", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return nil
+}
+
+// Stop ends the background loop and waits for it.
+func (p *Pruner) Stop() {
+	if p.stop != nil {
+		p.stop()
+	}
+	p.wg.Wait()
+}
+
+// runOnce deletes everything older than the retention and reports how
+// many entries went.
+func (p *Pruner) runOnce(ctx context.Context) (int64, error) {
+	cutoff := p.cfg.Now().Add(-p.cfg.Retention)
+	n, err := p.store.Prune(ctx, cutoff, p.cfg.Batch)
+	if n > 0 {
+		p.cfg.Logger.Info("event log retention", "deleted", n, "before", cutoff.UTC().Format(time.RFC3339))
+	}
+	return n, err
+}

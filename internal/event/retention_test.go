@@ -1,0 +1,66 @@
+package event
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// pruneStore records Prune calls; nothing else is used by the Pruner.
+type pruneStore struct {
+	Store
+	mu     sync.Mutex
+	calls  []time.Time
+	called chan struct{}
+}
+
+func (s *pruneStore) Prune(_ context.Context, before time.Time, batch int) (int64, error) {
+	s.mu.Lock()
+	s.calls = append(s.calls, before)
+	s.mu.Unlock()
+	select {
+	case s.called <- struct{}{}:
+	default:
+	}
+	return 3, nil
+}
+
+func TestPrunerRunOnce(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	st := &pruneStore{called: make(chan struct{}, 1)}
+	p := NewPruner(st, PrunerConfig{Retention: 30 * 24 * time.Hour, Now: func() time.Time { return now }})
+	n, err := p.runOnce(context.Background())
+	if err != nil || n != 3 {
+		t.Fatalf("runOnce = %d, %v; want 3", n, err)
+	}
+	if want := now.Add(-30 * 24 * time.Hour); len(st.calls) != 1 || !st.calls[0].Equal(want) {
+		t.Fatalf("Prune called with %v, want [%s]", st.calls, want)
+	}
+}
+
+func TestPrunerLifecycle(t *testing.T) {
+	t.Parallel()
+	st := &pruneStore{called: make(chan struct{}, 1)}
+	p := NewPruner(st, PrunerConfig{Retention: time.Hour, Interval: time.Hour})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-st.called: // the first pass runs at once
+	case <-time.After(5 * time.Second):
+		t.Fatal("Start ran no pass")
+	}
+	p.Stop()
+
+	off := &pruneStore{called: make(chan struct{}, 1)}
+	q := NewPruner(off, PrunerConfig{Retention: 0})
+	if err := q.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	q.Stop()
+	if len(off.calls) != 0 {
+		t.Fatalf("retention 0 pruned: %v", off.calls)
+	}
+}

@@ -1,0 +1,170 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strings"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/sending"
+)
+
+// Size bounds of the send endpoint's parts. Attachments have their own
+// limits in sending.Limits; the whole request is bounded by the route.
+const (
+	maxTextPart      = 5 << 20 // text, html
+	maxSmallPart     = 64 << 10
+	maxSendBody      = 30 << 20 // 25 MiB of attachments plus bodies and multipart framing
+	maxIdempotencyID = 255
+)
+
+func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	key := r.Header.Get("Idempotency-Key")
+	if len(key) > maxIdempotencyID || strings.ContainsFunc(key, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
+		return apperr.Field("Idempotency-Key", fmt.Sprintf("The Idempotency-Key header must be 1 to %d printable ASCII characters.", maxIdempotencyID))
+	}
+	d, err := s.Domains.Owned(r.Context(), p.AccountID, r.PathValue("domain"))
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		status, body, ok, err := s.Sending.Idempotent(r.Context(), p.AccountID, key)
+		if err != nil {
+			return err
+		}
+		if ok {
+			w.Header().Set("Idempotent-Replayed", "true")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, err := w.Write(body)
+			return err
+		}
+	}
+	req, err := readSendForm(r, s.Sending.Limits().MaxAttachmentBytes)
+	if err != nil {
+		return err
+	}
+	acc, err := s.Sending.Accept(r.Context(), d, p.AccountID, req)
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(map[string]any{"success": true, "message": acc.Message(),
+		"data": map[string]any{"message_ids": acc.MessageIDs, "queued": acc.Queued, "suppressed": acc.Suppressed}})
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		if err := s.Sending.Remember(r.Context(), p.AccountID, key, http.StatusAccepted, body); err != nil {
+			s.Logger.Warn("storing idempotency key failed", "error", err)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	_, err = w.Write(body)
+	return err
+}
+
+// readSendForm streams the multipart body part by part, bounding each, so
+// that a large request never sits in memory twice.
+func readSendForm(r *http.Request, maxFile int64) (sending.Request, error) {
+	var req sending.Request
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt != "multipart/form-data" {
+		return req, apperr.Field("body", "The request must be multipart/form-data.")
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return req, apperr.Field("body", "The multipart body is malformed.")
+	}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return req, nil
+		}
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return req, err
+			}
+			return req, apperr.Field("body", "The multipart body is malformed.")
+		}
+		if err := readPart(&req, part, maxFile); err != nil {
+			return req, err
+		}
+	}
+}
+
+func readPart(req *sending.Request, part *multipart.Part, maxFile int64) error {
+	name := strings.TrimSuffix(part.FormName(), "[]")
+	if part.FileName() != "" || name == "attachments" {
+		if name != "attachments" {
+			return apperr.Field(name, "Files are accepted only in the attachments part.")
+		}
+		i := len(req.Attachments)
+		data, err := readLimited(part, fmt.Sprintf("attachments.%d", i), maxFile)
+		if err != nil {
+			return err
+		}
+		ct := part.Header.Get("Content-Type")
+		if ct == "" || ct == "application/octet-stream" {
+			ct = http.DetectContentType(data)
+		}
+		req.Attachments = append(req.Attachments, sending.Attachment{Filename: part.FileName(), ContentType: ct, Data: data})
+		return nil
+	}
+	limit := int64(maxSmallPart)
+	if name == "text" || name == "html" {
+		limit = maxTextPart
+	}
+	data, err := readLimited(part, name, limit)
+	if err != nil {
+		return err
+	}
+	v := string(data)
+	switch name {
+	case "from":
+		req.From = v
+	case "from_name":
+		req.FromName = v
+	case "to":
+		req.To = append(req.To, v)
+	case "subject":
+		req.Subject = v
+	case "text":
+		req.Text = v
+	case "html":
+		req.HTML = v
+	case "headers":
+		req.Headers = v
+	case "reply_to":
+		req.ReplyTo = v
+	case "tags":
+		req.Tags = v
+	case "attachment_options":
+		req.Options = v
+	}
+	return nil
+}
+
+func readLimited(r io.Reader, field string, limit int64) ([]byte, error) {
+	var buf bytes.Buffer
+	n, err := io.Copy(&buf, io.LimitReader(r, limit+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, apperr.Field("body", "The multipart body is malformed.")
+	}
+	if n > limit {
+		return nil, apperr.Field(field, fmt.Sprintf("The %s part must not be larger than %d bytes.", field, limit))
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,156 @@
+package sending
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/delivery"
+	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/suppression"
+)
+
+// attempt makes one delivery attempt and records its outcome.
+func (w *Worker) attempt(ctx context.Context, d Delivery) {
+	stop := w.keepLease(ctx, d.ID)
+	defer stop()
+	dom, err := w.domains.ByID(ctx, d.DomainID)
+	if apperr.CodeOf(err) == apperr.NotFound {
+		w.finish(ctx, d, Outcome{State: StateFailed, Message: "domain removed"}, []event.Entry{
+			deliveryEntry(d, event.Failed, w.cfg.Now(), map[string]any{"reason": "domain_removed", "attempt": d.Attempts})}, nil)
+		return
+	}
+	if err != nil {
+		w.retryLater(ctx, d, fmt.Errorf("loading domain: %w", err))
+		return
+	}
+	if v, err := w.supp.Check(ctx, d.DomainID, d.Recipient); err != nil {
+		w.retryLater(ctx, d, fmt.Errorf("suppression check: %w", err))
+		return
+	} else if v.Suppressed {
+		w.finish(ctx, d, Outcome{State: StateFailed, Message: "suppressed"}, []event.Entry{
+			deliveryEntry(d, event.Failed, w.cfg.Now(), map[string]any{"reason": "suppressed", "suppression": string(v.By.Type), "attempt": d.Attempts})}, nil)
+		return
+	}
+	if w.cfg.DomainRate > 0 && w.limiter != nil {
+		res, err := w.limiter.Allow(ctx, fmt.Sprintf("send:%d", d.DomainID), w.cfg.DomainRate, time.Minute)
+		if err == nil && !res.Allowed {
+			if err := w.store.Release(ctx, d.ID, w.owner, res.Reset); err != nil {
+				w.cfg.Logger.Warn("releasing rate-limited delivery", "error", err)
+			}
+			return
+		}
+	}
+	msg, err := w.build(ctx, dom, d)
+	if err != nil {
+		w.finish(ctx, d, Outcome{State: StateFailed, Message: err.Error()}, []event.Entry{
+			deliveryEntry(d, event.Failed, w.cfg.Now(), map[string]any{"reason": "build_failed", "error": err.Error(), "attempt": d.Attempts})}, nil)
+		return
+	}
+	env := delivery.Envelope{From: w.envelopeFrom(dom, d), To: d.Recipient}
+	res, err := w.transport.Send(ctx, route(dom), env, msg)
+	w.record(ctx, d, res, err)
+}
+
+func route(d domain.Domain) delivery.Route {
+	return delivery.Route{Mode: d.Delivery.Mode, Host: d.Delivery.Host, Port: d.Delivery.Port, User: d.Delivery.User,
+		Password: d.Delivery.Password, TLS: d.Delivery.TLS}
+}
+
+// record turns the transport's answer into the delivery's next state and
+// its log entries.
+func (w *Worker) record(ctx context.Context, d Delivery, res delivery.Result, err error) {
+	now := w.cfg.Now()
+	if err == nil {
+		w.finish(ctx, d, Outcome{State: StateDelivered, Code: res.Code, Message: res.Message}, []event.Entry{
+			deliveryEntry(d, event.Delivered, now, map[string]any{"smtp_code": res.Code, "enhanced_code": res.Enhanced,
+				"smtp_message": res.Message, "mx_host": res.Host, "attempt": d.Attempts, "tls": res.TLS})}, nil)
+		return
+	}
+	e := delivery.Classify(err)
+	details := map[string]any{"smtp_code": e.Code, "enhanced_code": e.Enhanced, "smtp_message": e.Message,
+		"mx_host": e.Host, "stage": e.Stage, "attempt": d.Attempts}
+	if e.Temporary {
+		fail := deliveryEntry(d, event.TemporaryFail, now, details)
+		next, ok := w.cfg.Policy.Next(d.CreatedAt, now, d.Attempts, e.RetryAfter())
+		if !ok {
+			w.finish(ctx, d, Outcome{State: StateFailed, Code: e.Code, Message: e.Message}, []event.Entry{fail,
+				deliveryEntry(d, event.Failed, now, map[string]any{"reason": "max_age_exceeded", "attempt": d.Attempts})}, nil)
+			return
+		}
+		w.finish(ctx, d, Outcome{State: StateDeferred, NextAttemptAt: next, Code: e.Code, Message: e.Message}, []event.Entry{fail,
+			deliveryEntry(d, event.Deferred, now, map[string]any{"next_attempt_at": next.UTC().Format(time.RFC3339Nano), "attempt": d.Attempts})}, nil)
+		return
+	}
+	perm := deliveryEntry(d, event.PermanentFail, now, details)
+	if e.RecipientRejected() {
+		bounce := &suppression.Entry{DomainID: d.DomainID, Type: suppression.Bounce, RecipientType: suppression.Email,
+			Recipient: strings.ToLower(d.Recipient), CreatedAt: now}
+		src := "bounce:" + strings.TrimSpace(e.Enhanced)
+		if e.Enhanced == "" {
+			src = fmt.Sprintf("bounce:%d", e.Code)
+		}
+		bounce.Source = &src
+		w.finish(ctx, d, Outcome{State: StateBounced, Code: e.Code, Message: e.Message}, []event.Entry{perm,
+			deliveryEntry(d, event.Bounced, now, details)}, bounce)
+		return
+	}
+	w.finish(ctx, d, Outcome{State: StateFailed, Code: e.Code, Message: e.Message}, []event.Entry{perm,
+		deliveryEntry(d, event.Failed, now, map[string]any{"reason": "permanent_failure", "attempt": d.Attempts})}, nil)
+}
+
+// retryLater defers a delivery after a problem on our side (database,
+// configuration), on the normal schedule.
+func (w *Worker) retryLater(ctx context.Context, d Delivery, cause error) {
+	w.cfg.Logger.Warn("delivery attempt could not run", "delivery", d.ID, "error", cause)
+	now := w.cfg.Now()
+	next, ok := w.cfg.Policy.Next(d.CreatedAt, now, d.Attempts, 0)
+	if !ok {
+		w.finish(ctx, d, Outcome{State: StateFailed, Message: cause.Error()}, []event.Entry{
+			deliveryEntry(d, event.Failed, now, map[string]any{"reason": "max_age_exceeded", "attempt": d.Attempts})}, nil)
+		return
+	}
+	w.finish(ctx, d, Outcome{State: StateDeferred, NextAttemptAt: next, Message: cause.Error()}, []event.Entry{
+		deliveryEntry(d, event.Deferred, now, map[string]any{"next_attempt_at": next.UTC().Format(time.RFC3339Nano), "reason": "internal", "attempt": d.Attempts})}, nil)
+}
+
+func (w *Worker) finish(ctx context.Context, d Delivery, o Outcome, entries []event.Entry, bounce *suppression.Entry) {
+	held, err := w.store.Complete(ctx, d.ID, w.owner, o, entries, bounce)
+	if err != nil {
+		w.cfg.Logger.Error("recording delivery outcome failed; the lease will expire and the attempt repeat",
+			"delivery", d.ID, "error", err)
+		return
+	}
+	if !held {
+		w.cfg.Logger.Warn("delivery lease lost before the outcome was recorded", "delivery", d.ID, "state", o.State)
+		return
+	}
+	w.events.Wake(d.DomainID)
+	if o.State == StateDeferred {
+		w.Wake()
+	}
+}
+
+// keepLease renews the lease while an attempt runs (a 25 MiB message to
+// a slow server can outlast one lease).
+func (w *Worker) keepLease(ctx context.Context, id int64) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(w.cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := w.store.ExtendLease(ctx, id, w.owner, w.cfg.Now().Add(w.cfg.Lease)); err != nil && ctx.Err() == nil {
+					w.cfg.Logger.Warn("extending lease failed", "delivery", id, "error", err)
+				}
+			}
+		}
+	}()
+	return cancel
+}

@@ -1,0 +1,171 @@
+package sending
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/postline/postline/internal/attach"
+	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/message"
+)
+
+// build makes the signed message for one delivery from the stored send.
+// Attachments are processed (watermark, archive, encryption) once per send
+// by whichever worker gets there first, and the result replaces the
+// originals, so every recipient and every retry gets the same files.
+func (w *Worker) build(ctx context.Context, dom domain.Domain, d Delivery) ([]byte, error) {
+	snd, atts, err := w.sends.get(ctx, d.SendID)
+	if err != nil {
+		return nil, err
+	}
+	if !snd.Processed && strings.TrimSpace(snd.Options) != "" {
+		if atts, err = w.process(ctx, snd, atts); err != nil {
+			return nil, err
+		}
+	}
+	p := message.Params{From: snd.From, FromName: snd.FromName, To: d.Recipient, ReplyTo: snd.ReplyTo,
+		Subject: snd.Subject, Text: snd.Text, HTML: snd.HTML, Headers: snd.Headers,
+		MessageID: "<" + d.MessageID + ">", Date: snd.CreatedAt}
+	for _, a := range atts {
+		p.Attachments = append(p.Attachments, message.Attachment{Filename: a.Filename, ContentType: a.ContentType, Data: a.Data})
+	}
+	raw, err := message.Build(p)
+	if err != nil {
+		return nil, err
+	}
+	signDomain := dom.Name
+	if dom.AuthDomain != "" {
+		signDomain = dom.AuthDomain
+	}
+	signer, err := message.NewSigner(signDomain, dom.DKIMSelector, dom.DKIMPrivateKey)
+	if err != nil {
+		return nil, err
+	}
+	return signer.Sign(raw)
+}
+
+func (w *Worker) process(ctx context.Context, snd Send, atts []Attachment) ([]Attachment, error) {
+	opts, err := attach.ParseOptions(snd.Options)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]attach.File, len(atts))
+	for i, a := range atts {
+		files[i] = attach.File{Name: a.Filename, ContentType: a.ContentType, Data: a.Data}
+	}
+	res, err := attach.Process(ctx, files, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Attachment, len(res.Files))
+	for i, f := range res.Files {
+		out[i] = Attachment{Filename: f.Name, ContentType: f.ContentType, Data: f.Data}
+	}
+	won, err := w.store.SaveProcessed(ctx, snd.ID, out)
+	if err != nil {
+		return nil, err
+	}
+	w.sends.forget(snd.ID)
+	if !won { // another worker processed it first: use its files
+		_, stored, err := w.sends.get(ctx, snd.ID)
+		return stored, err
+	}
+	return out, nil
+}
+
+// envelopeFrom is the MAIL FROM: the from address, or, when the domain has
+// an authentication domain, a per-delivery bounce address under it
+// (VERP) so that bounces come back to this service and name the delivery.
+func (w *Worker) envelopeFrom(dom domain.Domain, d Delivery) string {
+	if dom.AuthDomain == "" || len(w.cfg.VERPKey) == 0 {
+		return d.Sender
+	}
+	return VERPAddress(w.cfg.VERPKey, d.ID, dom.AuthDomain)
+}
+
+// VERPAddress is the bounce address of delivery id under authDomain:
+// bounce+ID-MAC@authDomain, where MAC authenticates ID so that bounce
+// reports for made-up ids are ignored.
+func VERPAddress(key []byte, id int64, authDomain string) string {
+	return fmt.Sprintf("bounce+%d-%s@%s", id, verpMAC(key, id), authDomain)
+}
+
+// ParseVERP returns the delivery id of a bounce address made by
+// VERPAddress, and false for anything else.
+func ParseVERP(key []byte, addr string) (int64, bool) {
+	local, _, ok := strings.Cut(strings.ToLower(addr), "@")
+	rest, ok2 := strings.CutPrefix(local, "bounce+")
+	idText, mac, ok3 := strings.Cut(rest, "-")
+	if !ok || !ok2 || !ok3 {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(idText, 10, 64)
+	if err != nil || !hmac.Equal([]byte(mac), []byte(verpMAC(key, id))) {
+		return 0, false
+	}
+	return id, true
+}
+
+func verpMAC(key []byte, id int64) string {
+	m := hmac.New(sha256.New, key)
+	fmt.Fprintf(m, "verp:%d", id)
+	return hex.EncodeToString(m.Sum(nil))[:16]
+}
+
+// sendCache keeps recently used sends so that a send to many recipients is
+// loaded once, not once per recipient.
+type sendCache struct {
+	store Store
+	mu    sync.Mutex
+	items map[int64]cachedSend
+}
+
+type cachedSend struct {
+	send Send
+	atts []Attachment
+	at   time.Time
+}
+
+const sendCacheSize, sendCacheTTL = 64, time.Minute
+
+func newSendCache(st Store) *sendCache { return &sendCache{store: st, items: map[int64]cachedSend{}} }
+
+func (c *sendCache) get(ctx context.Context, id int64) (Send, []Attachment, error) {
+	c.mu.Lock()
+	if it, ok := c.items[id]; ok && time.Since(it.at) < sendCacheTTL {
+		c.mu.Unlock()
+		return it.send, it.atts, nil
+	}
+	c.mu.Unlock()
+	s, atts, err := c.store.LoadSend(ctx, id)
+	if err != nil {
+		return s, nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.items) >= sendCacheSize {
+		for k, it := range c.items { // drop the stale, or any one when none is
+			if time.Since(it.at) >= sendCacheTTL || len(c.items) >= sendCacheSize {
+				delete(c.items, k)
+			}
+			if len(c.items) < sendCacheSize/2 {
+				break
+			}
+		}
+	}
+	c.items[id] = cachedSend{send: s, atts: atts, at: time.Now()}
+	return s, atts, nil
+}
+
+func (c *sendCache) forget(id int64) {
+	c.mu.Lock()
+	delete(c.items, id)
+	c.mu.Unlock()
+}

@@ -1,0 +1,54 @@
+// Package sending accepts transactional messages and delivers them: the
+// intake behind POST /api/domains/{domain}/message and the workers that
+// drain the queue. The queue is the deliveries table itself.
+//
+// # Intake
+//
+// A request is validated whole before anything is stored (required parts,
+// from on the domain, reply_to's registrable domain, recipients, headers,
+// limits). Recipients on the domain's bounce or unsubscribe list and not
+// whitelisted get a `failed` entry with reason `suppressed` and no
+// delivery. For the others, one transaction stores the send (content and
+// attachments), one delivery row per recipient (state pending, its own
+// Message-ID) and their `queued` entries; only after it commits does the
+// API answer 202. An accepted message therefore survives a crash.
+//
+// # Delivery states
+//
+//	pending ──claim──▶ sending ──2xx──────────────▶ delivered
+//	deferred ─claim─▶    │    ──4xx / network─────▶ deferred (next_attempt_at) │ failed (max age)
+//	                     │    ──5xx, recipient────▶ bounced  (+ bounce suppression)
+//	                     │    ──5xx, other────────▶ failed
+//	                     └─lease expired (crash)──▶ deferred, due now (rescuer)
+//
+// A claim moves due rows (pending or deferred, next_attempt_at ≤ now) to
+// sending with a lease (owner, lease_until) and attempts+1, and records
+// `send` for each, in one transaction: FOR UPDATE SKIP LOCKED on PostgreSQL
+// so several processes share the work, the single writer connection
+// (BEGIN IMMEDIATE) on SQLite. A worker extends its lease while an attempt
+// runs. Outcomes are written only where the row is still leased by the
+// same owner, so a worker that lost its lease cannot overwrite the next
+// attempt. A delivery may be sent twice only when a process dies after
+// the receiving server accepted it and before the outcome was committed.
+//
+// # Events
+//
+// send (attempt started, details.attempt); delivered (smtp_code,
+// smtp_message, mx_host); temporary_fail then deferred (next_attempt_at);
+// permanent_fail then bounced or failed; failed with reason
+// max_age_exceeded, suppressed or a configuration problem.
+//
+// # Retry schedule
+//
+// After attempt n fails temporarily the next attempt is due after
+// schedule[min(n, len)-1] (default 1m, 5m, 15m, 30m, 1h, 2h, 4h, 8h), or the
+// receiving server's own hint when it gives a longer one; a message older
+// than the maximum age (default 24h) at its next due time fails instead.
+//
+// # Outbound rate
+//
+// Each domain may send at most DomainRate messages a minute. The budget is
+// taken at the moment of sending through the shared rate limiter, so it
+// holds across workers and processes; a delivery over budget goes back to
+// deferred until the window ends without counting an attempt.
+package sending

@@ -1,0 +1,193 @@
+package sending
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/publicsuffix"
+
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/emailaddr"
+	"github.com/postline/postline/internal/message"
+)
+
+// Request is a send request as the API received it.
+type Request struct {
+	From, FromName string
+	To             []string
+	Subject        string
+	Text, HTML     string
+	Headers        string // JSON object of custom headers, as given
+	ReplyTo        string
+	Tags           string
+	Options        string // attachment_options JSON, as given
+	Attachments    []Attachment
+}
+
+// Limits bound one request. Zero values take the defaults.
+type Limits struct {
+	MaxRecipients      int   // default 1000
+	MaxAttachments     int   // default 20
+	MaxAttachmentBytes int64 // default 10 MiB
+	MaxTotalBytes      int64 // default 25 MiB, all attachments together
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxRecipients == 0 {
+		l.MaxRecipients = 1000
+	}
+	if l.MaxAttachments == 0 {
+		l.MaxAttachments = 20
+	}
+	if l.MaxAttachmentBytes == 0 {
+		l.MaxAttachmentBytes = 10 << 20
+	}
+	if l.MaxTotalBytes == 0 {
+		l.MaxTotalBytes = 25 << 20
+	}
+	return l
+}
+
+// checked is a request that passed validation.
+type checked struct {
+	Request
+	to      []string // normalised, deduplicated
+	headers map[string]string
+}
+
+// validate checks everything that does not need the database, naming each
+// bad field; domainName is the {domain} of the path (A-label).
+func validate(r Request, domainName string, lim Limits) (checked, error) {
+	fe := apperr.FieldErrors{}
+	c := checked{Request: r}
+	from, fromOK := address(fe, "from", r.From, true)
+	if fromOK && !strings.EqualFold(from.ASCIIDomain, domainName) {
+		fe.Add("from", fmt.Sprintf("The from address must belong to the domain %s.", domainName))
+	}
+	if r.FromName != "" && (strings.ContainsAny(r.FromName, "\r\n") || utf8.RuneCountInString(r.FromName) > 200) {
+		fe.Add("from_name", "The from_name must be one line of at most 200 characters.")
+	}
+	c.to = recipients(fe, r.To, lim.MaxRecipients)
+	switch {
+	case strings.TrimSpace(r.Subject) == "":
+		fe.Add("subject", "The subject field is required.")
+	case strings.ContainsAny(r.Subject, "\r\n"):
+		fe.Add("subject", "The subject must be one line.")
+	case utf8.RuneCountInString(r.Subject) > 998:
+		fe.Add("subject", "The subject must not be greater than 998 characters.")
+	}
+	if strings.TrimSpace(r.Text) == "" {
+		fe.Add("text", "The text field is required.")
+	}
+	if r.ReplyTo != "" {
+		if rt, ok := address(fe, "reply_to", r.ReplyTo, false); ok && fromOK && !sameRegistrable(rt.ASCIIDomain, from.ASCIIDomain) {
+			fe.Add("reply_to", "The reply_to address must share the registrable domain of from.")
+		}
+	}
+	c.headers = customHeaders(fe, r.Headers)
+	if len(r.Tags) > 255 || strings.ContainsAny(r.Tags, "\r\n") {
+		fe.Add("tags", "The tags must be one line of at most 255 characters.")
+	}
+	attachmentLimits(fe, r.Attachments, lim)
+	return c, fe.Err()
+}
+
+func address(fe apperr.FieldErrors, field, s string, required bool) (emailaddr.Address, bool) {
+	if strings.TrimSpace(s) == "" {
+		if required {
+			fe.Add(field, fmt.Sprintf("The %s field is required.", field))
+		}
+		return emailaddr.Address{}, false
+	}
+	a, err := emailaddr.Parse(strings.TrimSpace(s))
+	if err != nil || a.Literal || !a.Strict() {
+		fe.Add(field, fmt.Sprintf("The %s field must be a valid email address.", field))
+		return a, false
+	}
+	return a, true
+}
+
+func recipients(fe apperr.FieldErrors, to []string, max int) []string {
+	var list []string
+	for _, t := range to {
+		for _, p := range strings.Split(t, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				list = append(list, p)
+			}
+		}
+	}
+	if len(list) == 0 {
+		fe.Add("to", "The to field is required.")
+		return nil
+	}
+	if len(list) > max {
+		fe.Add("to", fmt.Sprintf("The to field must not have more than %d recipients.", max))
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for i, s := range list {
+		a, err := emailaddr.Parse(s)
+		if err != nil || a.Literal || !a.Strict() {
+			fe.Add(fmt.Sprintf("to.%d", i), fmt.Sprintf("The recipient %q is not a valid email address.", s))
+			continue
+		}
+		n := a.Normalized()
+		if key := strings.ToLower(n); !seen[key] {
+			seen[key] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// sameRegistrable compares registrable domains (public-suffix aware), so
+// that mail.example.co.uk and example.co.uk match but a.co.uk and b.co.uk
+// do not.
+func sameRegistrable(a, b string) bool {
+	ra, errA := publicsuffix.EffectiveTLDPlusOne(strings.ToLower(a))
+	rb, errB := publicsuffix.EffectiveTLDPlusOne(strings.ToLower(b))
+	return errA == nil && errB == nil && ra == rb
+}
+
+func customHeaders(fe apperr.FieldErrors, raw string) map[string]string {
+	if strings.TrimSpace(raw) == "" {
+		return map[string]string{}
+	}
+	var h map[string]string
+	if err := json.Unmarshal([]byte(raw), &h); err != nil {
+		fe.Add("headers", "The headers field must be a JSON object of header names to string values.")
+		return nil
+	}
+	if len(h) > 50 {
+		fe.Add("headers", "The headers field must not have more than 50 headers.")
+	}
+	for name, v := range h {
+		if err := message.CheckHeaderName(name); err != nil {
+			fe.Add("headers."+name, err.Error())
+		}
+		if strings.ContainsAny(v, "\r\n\x00") || len(v) > 998 {
+			fe.Add("headers."+name, "Header values must be one line of at most 998 characters.")
+		}
+	}
+	return h
+}
+
+func attachmentLimits(fe apperr.FieldErrors, atts []Attachment, lim Limits) {
+	if len(atts) > lim.MaxAttachments {
+		fe.Add("attachments", fmt.Sprintf("At most %d attachments are allowed.", lim.MaxAttachments))
+	}
+	var total int64
+	for i, a := range atts {
+		size := int64(len(a.Data))
+		total += size
+		if size > lim.MaxAttachmentBytes {
+			fe.Add(fmt.Sprintf("attachments.%d", i), fmt.Sprintf("The attachment %q exceeds the limit of %d bytes.", a.Filename, lim.MaxAttachmentBytes))
+		}
+	}
+	if total > lim.MaxTotalBytes {
+		fe.Add("attachments", fmt.Sprintf("Attachments together exceed the limit of %d bytes.", lim.MaxTotalBytes))
+	}
+}

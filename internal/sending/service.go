@@ -1,0 +1,148 @@
+package sending
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/attach"
+	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/message"
+	"github.com/postline/postline/internal/suppression"
+)
+
+// Config configures the Service.
+type Config struct {
+	Limits Limits
+	Now    func() time.Time
+}
+
+// Service accepts sends.
+type Service struct {
+	store  Store
+	events *event.Service
+	supp   *suppression.Service
+	cfg    Config
+	wake   func() // nudges the local workers after an enqueue
+}
+
+// NewService returns a Service. wake may be nil.
+func NewService(st Store, events *event.Service, supp *suppression.Service, cfg Config, wake func()) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if wake == nil {
+		wake = func() {}
+	}
+	cfg.Limits = cfg.Limits.withDefaults()
+	return &Service{store: st, events: events, supp: supp, cfg: cfg, wake: wake}
+}
+
+// Limits returns the request limits in force.
+func (s *Service) Limits() Limits { return s.cfg.Limits }
+
+// Accepted is the answer to an accepted request.
+type Accepted struct {
+	MessageIDs  []string // one per queued recipient, without angle brackets
+	Queued      int
+	Suppressed  int
+	Attachments int
+}
+
+// Accept validates a request for domain d and queues one delivery per
+// recipient that is not suppressed, committing before it returns.
+func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, r Request) (Accepted, error) {
+	c, err := validate(r, d.Name, s.cfg.Limits)
+	if err != nil {
+		return Accepted{}, err
+	}
+	opts, err := attach.ParseOptions(r.Options)
+	if err != nil {
+		return Accepted{}, err
+	}
+	files := make([]attach.File, len(r.Attachments))
+	for i, a := range r.Attachments {
+		files[i] = attach.File{Name: a.Filename, ContentType: a.ContentType, Data: a.Data}
+	}
+	if err := attach.Validate(files, opts); err != nil {
+		return Accepted{}, err
+	}
+	if !d.Verified() {
+		return Accepted{}, apperr.Errorf(apperr.Unprocessable, "Domain %s is not verified: publish its DNS records and verify it first.", d.Name)
+	}
+	if d.Delivery.Mode == "" {
+		return Accepted{}, apperr.Errorf(apperr.Unprocessable, "Domain %s has no delivery settings.", d.Name)
+	}
+	verdicts, err := s.supp.CheckMany(ctx, d.ID, c.to)
+	if err != nil {
+		return Accepted{}, err
+	}
+	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
+	snd := &Send{DomainID: d.ID, AccountID: accountID, From: strings.TrimSpace(r.From), FromName: r.FromName,
+		ReplyTo: strings.TrimSpace(r.ReplyTo), Subject: r.Subject, Text: r.Text, HTML: r.HTML, Headers: c.headers,
+		Options: r.Options, Tags: r.Tags, CreatedAt: now}
+	var ds []Delivery
+	var dropped []event.Entry
+	for _, to := range c.to {
+		id := strings.Trim(message.NewMessageID(d.Name), "<>")
+		if v := verdicts[to]; v.Suppressed {
+			dropped = append(dropped, entry(d.ID, id, event.Failed, snd, to, now, map[string]any{
+				"reason": "suppressed", "suppression": string(v.By.Type), "suppressed_by": v.By.Recipient}))
+			continue
+		}
+		ds = append(ds, Delivery{DomainID: d.ID, MessageID: id, Recipient: to, State: StatePending,
+			NextAttemptAt: now, CreatedAt: now, Sender: snd.From, Subject: snd.Subject, Tags: snd.Tags})
+	}
+	if len(ds) > 0 {
+		err := s.store.Enqueue(ctx, snd, r.Attachments, ds, func(ds []Delivery) []event.Entry {
+			out := make([]event.Entry, len(ds))
+			for i, dl := range ds {
+				out[i] = entry(d.ID, dl.MessageID, event.Queued, snd, dl.Recipient, now, map[string]any{
+					"attachments": len(r.Attachments)})
+			}
+			return out
+		})
+		if err != nil {
+			return Accepted{}, err
+		}
+		s.events.Wake(d.ID)
+		s.wake()
+	}
+	if len(dropped) > 0 {
+		if err := s.events.Record(ctx, dropped...); err != nil {
+			return Accepted{}, err
+		}
+	}
+	acc := Accepted{Queued: len(ds), Suppressed: len(dropped), Attachments: len(r.Attachments)}
+	for _, dl := range ds {
+		acc.MessageIDs = append(acc.MessageIDs, dl.MessageID)
+	}
+	if acc.MessageIDs == nil {
+		acc.MessageIDs = []string{}
+	}
+	return acc, nil
+}
+
+// Message is the API's summary sentence for an accepted request.
+func (a Accepted) Message() string {
+	return fmt.Sprintf("Email queued for %d recipient(s) as %d job(s) with %d attachment(s); %d recipient(s) suppressed.",
+		a.Queued+a.Suppressed, a.Queued, a.Attachments, a.Suppressed)
+}
+
+func entry(domainID int64, messageID string, t event.Type, s *Send, to string, at time.Time, details map[string]any) event.Entry {
+	return event.Entry{DomainID: domainID, MessageID: messageID, Type: t, Sender: s.From, Recipient: to,
+		Subject: s.Subject, Tags: s.Tags, CreatedAt: at, Details: event.NewDetails(details)}
+}
+
+// Idempotent returns a stored answer for key when there is one.
+func (s *Service) Idempotent(ctx context.Context, accountID int64, key string) (int, []byte, bool, error) {
+	return s.store.Idempotent(ctx, accountID, key, s.cfg.Now().Add(-24*time.Hour))
+}
+
+// Remember stores the answer given to key.
+func (s *Service) Remember(ctx context.Context, accountID int64, key string, status int, body []byte) error {
+	return s.store.Remember(ctx, accountID, key, status, body, s.cfg.Now())
+}

@@ -1,0 +1,97 @@
+package sending
+
+import (
+	"context"
+	"time"
+
+	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/suppression"
+)
+
+// Delivery states.
+const (
+	StatePending   = "pending"
+	StateSending   = "sending"
+	StateDeferred  = "deferred"
+	StateDelivered = "delivered"
+	StateFailed    = "failed"
+	StateBounced   = "bounced"
+)
+
+// Attachment is a file as stored with a send.
+type Attachment struct {
+	Filename, ContentType string
+	Data                  []byte
+}
+
+// Send is one accepted request's content.
+type Send struct {
+	ID        int64
+	DomainID  int64
+	AccountID int64
+	From      string
+	FromName  string
+	ReplyTo   string
+	Subject   string
+	Text      string
+	HTML      string
+	Headers   map[string]string
+	Options   string // attachment_options JSON as given
+	Tags      string
+	Processed bool
+	CreatedAt time.Time
+}
+
+// Delivery is one recipient's row in the queue, with the send fields the
+// log needs.
+type Delivery struct {
+	ID            int64
+	SendID        int64
+	DomainID      int64
+	MessageID     string // without angle brackets
+	Recipient     string
+	State         string
+	Attempts      int
+	NextAttemptAt time.Time
+	CreatedAt     time.Time
+	// From the send, for log entries.
+	Sender, Subject, Tags string
+}
+
+// Outcome is what an attempt did to a delivery.
+type Outcome struct {
+	State         string
+	NextAttemptAt time.Time // deferred only
+	Code          int
+	Message       string
+}
+
+// Store is the storage the service needs. Every method that records
+// entries does so in the same transaction as its state change.
+type Store interface {
+	// Enqueue stores the send, its attachments, its deliveries (IDs filled
+	// in) and entries in one transaction.
+	Enqueue(ctx context.Context, s *Send, atts []Attachment, ds []Delivery, entries func([]Delivery) []event.Entry) error
+	// Claim leases up to limit due deliveries to owner until leaseUntil,
+	// increments their attempts and records entries(claimed).
+	Claim(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, entries func([]Delivery) []event.Entry) ([]Delivery, error)
+	// Complete writes an outcome (and entries, and a bounce suppression
+	// when bounce is not nil) if owner still holds the lease.
+	Complete(ctx context.Context, id int64, owner string, o Outcome, entries []event.Entry, bounce *suppression.Entry) (bool, error)
+	// Release returns a leased delivery to deferred, due at next, and
+	// takes back the attempt it counted (the attempt never happened).
+	Release(ctx context.Context, id int64, owner string, next time.Time) error
+	// ExtendLease moves the lease end of a delivery still held by owner.
+	ExtendLease(ctx context.Context, id int64, owner string, until time.Time) error
+	// Rescue makes deliveries whose lease expired before now due again.
+	Rescue(ctx context.Context, now time.Time) (int, error)
+	// LoadSend returns a send and its attachments.
+	LoadSend(ctx context.Context, id int64) (Send, []Attachment, error)
+	// SaveProcessed replaces a send's attachments with processed ones,
+	// once: it reports false when another worker did it first.
+	SaveProcessed(ctx context.Context, sendID int64, atts []Attachment) (bool, error)
+	// Idempotent returns the stored answer to (account, key) newer than
+	// since; Remember stores one (first writer wins).
+	Idempotent(ctx context.Context, accountID int64, key string, since time.Time) (status int, body []byte, ok bool, err error)
+	Remember(ctx context.Context, accountID int64, key string, status int, body []byte, now time.Time) error
+}

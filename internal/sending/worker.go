@@ -1,0 +1,199 @@
+package sending
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/postline/postline/internal/delivery"
+	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/ratelimit"
+	"github.com/postline/postline/internal/suppression"
+)
+
+// Transport hands one message to the next hop (delivery.Transport).
+type Transport interface {
+	Send(ctx context.Context, r delivery.Route, env delivery.Envelope, msg []byte) (delivery.Result, error)
+}
+
+// WorkerConfig configures the Worker. Zero values take the defaults.
+type WorkerConfig struct {
+	Concurrency int           // attempts at once (default 8)
+	Lease       time.Duration // how long a claim holds without renewal (default 2m)
+	Poll        time.Duration // how often to look for due rows when not woken (default 1s)
+	DomainRate  int           // messages per minute per domain; 0 = unlimited
+	Grace       time.Duration // how long Stop lets attempts finish (default 10s)
+	Policy      Policy
+	VERPKey     []byte // signs bounce addresses under authentication domains
+	Now         func() time.Time
+	Logger      *slog.Logger
+}
+
+// Worker drains the queue: claims due deliveries and attempts them.
+type Worker struct {
+	cfg       WorkerConfig
+	store     Store
+	events    *event.Service
+	domains   *domain.Service
+	supp      *suppression.Service
+	transport Transport
+	limiter   *ratelimit.Limiter
+	owner     string
+	wakeCh    chan struct{}
+	sends     *sendCache
+
+	stop     context.CancelFunc
+	attempts context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// NewWorker returns a Worker; limiter may be nil when DomainRate is 0.
+func NewWorker(cfg WorkerConfig, st Store, events *event.Service, domains *domain.Service, supp *suppression.Service,
+	t Transport, limiter *ratelimit.Limiter) *Worker {
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 8
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 2 * time.Minute
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 10 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	rand.Read(b)
+	return &Worker{cfg: cfg, store: st, events: events, domains: domains, supp: supp, transport: t, limiter: limiter,
+		owner: host + "/" + hex.EncodeToString(b), wakeCh: make(chan struct{}, 1), sends: newSendCache(st)}
+}
+
+// Wake makes the worker look for due deliveries now (after an enqueue).
+func (w *Worker) Wake() {
+	select {
+	case w.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the claim loop and the lease rescuer until Stop.
+func (w *Worker) Start(ctx context.Context) error {
+	loopCtx, stop := context.WithCancel(ctx)
+	attemptCtx, cancelAttempts := context.WithCancel(context.WithoutCancel(ctx))
+	w.stop, w.attempts = stop, cancelAttempts
+	w.wg.Add(2)
+	go func() { defer w.wg.Done(); w.loop(loopCtx, attemptCtx) }()
+	go func() { defer w.wg.Done(); w.rescueLoop(loopCtx) }()
+	return nil
+}
+
+// Stop stops claiming, lets running attempts finish for the grace period,
+// then cancels them (they are rescued later as any interrupted attempt).
+func (w *Worker) Stop() {
+	if w.stop == nil {
+		return
+	}
+	w.stop()
+	done := make(chan struct{})
+	go func() { w.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(w.cfg.Grace):
+		w.attempts()
+		<-done
+	}
+	w.attempts()
+}
+
+func (w *Worker) loop(ctx, attemptCtx context.Context) {
+	slots := make(chan struct{}, w.cfg.Concurrency)
+	finished := make(chan struct{}, w.cfg.Concurrency)
+	for {
+		free := cap(slots) - len(slots)
+		claimed := 0
+		if free > 0 {
+			var err error
+			claimed, err = w.runOnce(ctx, attemptCtx, free, slots, finished)
+			if err != nil && ctx.Err() == nil {
+				w.cfg.Logger.Warn("claiming deliveries failed", "error", err)
+			}
+		}
+		if claimed > 0 && claimed == free {
+			continue // there may be more due right now
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wakeCh:
+		case <-finished:
+		case <-time.After(w.cfg.Poll):
+		}
+	}
+}
+
+// runOnce claims up to free due deliveries and starts an attempt for each.
+func (w *Worker) runOnce(ctx, attemptCtx context.Context, free int, slots, finished chan struct{}) (int, error) {
+	now := w.cfg.Now()
+	ds, err := w.store.Claim(ctx, w.owner, now, now.Add(w.cfg.Lease), free, func(ds []Delivery) []event.Entry {
+		out := make([]event.Entry, len(ds))
+		for i, d := range ds {
+			out[i] = deliveryEntry(d, event.Send, now, map[string]any{"attempt": d.Attempts})
+		}
+		return out
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range ds {
+		slots <- struct{}{}
+		w.events.Wake(d.DomainID)
+		w.wg.Add(1)
+		go func() {
+			defer func() {
+				<-slots
+				select {
+				case finished <- struct{}{}:
+				default:
+				}
+				w.wg.Done()
+			}()
+			w.attempt(attemptCtx, d)
+		}()
+	}
+	return len(ds), nil
+}
+
+func (w *Worker) rescueLoop(ctx context.Context) {
+	t := time.NewTicker(max(w.cfg.Lease/4, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		if n, err := w.store.Rescue(ctx, w.cfg.Now()); err != nil && ctx.Err() == nil {
+			w.cfg.Logger.Warn("rescuing deliveries failed", "error", err)
+		} else if n > 0 {
+			w.cfg.Logger.Info("rescued deliveries with expired leases", "count", n)
+			w.Wake()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func deliveryEntry(d Delivery, t event.Type, at time.Time, details map[string]any) event.Entry {
+	return event.Entry{DomainID: d.DomainID, MessageID: d.MessageID, Type: t, Sender: d.Sender, Recipient: d.Recipient,
+		Subject: d.Subject, Tags: d.Tags, CreatedAt: at.UTC(), Details: event.NewDetails(details)}
+}

@@ -1,0 +1,273 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/sending"
+	"github.com/postline/postline/internal/suppression"
+)
+
+// Sending implements sending.Store: the queue is the deliveries table.
+type Sending struct{ db *DB }
+
+var _ sending.Store = Sending{}
+
+// NewSending returns the sending store.
+func NewSending(db *DB) Sending { return Sending{db: db} }
+
+// Enqueue implements sending.Store.
+func (s Sending) Enqueue(ctx context.Context, snd *sending.Send, atts []sending.Attachment, ds []sending.Delivery,
+	entries func([]sending.Delivery) []event.Entry) error {
+	headers, err := json.Marshal(snd.Headers)
+	if err != nil {
+		return err
+	}
+	return s.db.InTx(ctx, func(q Querier) error {
+		err := q.QueryRowContext(ctx, `INSERT INTO sends (domain_id, account_id, from_addr, from_name, reply_to, subject,
+			text_body, html_body, headers, options, tags, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+			snd.DomainID, snd.AccountID, snd.From, snd.FromName, snd.ReplyTo, snd.Subject, snd.Text, snd.HTML,
+			string(headers), snd.Options, snd.Tags, ms(snd.CreatedAt)).Scan(&snd.ID)
+		if err != nil {
+			return notFound(err, "send")
+		}
+		if err := insertAttachments(ctx, q, snd.ID, atts); err != nil {
+			return err
+		}
+		for i := range ds {
+			d := &ds[i]
+			d.SendID = snd.ID
+			err := q.QueryRowContext(ctx, `INSERT INTO deliveries (send_id, domain_id, message_id, recipient, state,
+				next_attempt_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id`,
+				d.SendID, d.DomainID, d.MessageID, d.Recipient, sending.StatePending, ms(d.NextAttemptAt), ms(d.CreatedAt)).Scan(&d.ID)
+			if err != nil {
+				return notFound(err, "delivery")
+			}
+		}
+		return NewEvents(s.db).In(q).Insert(ctx, entries(ds))
+	})
+}
+
+func insertAttachments(ctx context.Context, q Querier, sendID int64, atts []sending.Attachment) error {
+	for i, a := range atts {
+		if _, err := q.ExecContext(ctx, `INSERT INTO send_attachments (send_id, idx, filename, content_type, data)
+			VALUES ($1, $2, $3, $4, $5)`, sendID, i, a.Filename, a.ContentType, a.Data); err != nil {
+			return notFound(err, "attachment")
+		}
+	}
+	return nil
+}
+
+const claimedCols = `d.id, d.send_id, d.domain_id, d.message_id, d.recipient, d.state, d.attempts, d.next_attempt_at,
+	d.created_at, s.from_addr, s.subject, s.tags`
+
+// Claim implements sending.Store. On PostgreSQL, FOR UPDATE SKIP LOCKED
+// lets concurrent claimers in several processes take disjoint rows without
+// waiting; on SQLite the transaction runs on the single writer connection
+// with BEGIN IMMEDIATE, which serialises claimers.
+func (s Sending) Claim(ctx context.Context, owner string, now, leaseUntil time.Time, limit int,
+	entries func([]sending.Delivery) []event.Entry) ([]sending.Delivery, error) {
+	lock := ""
+	if s.db.Dialect == Postgres {
+		lock = " FOR UPDATE SKIP LOCKED"
+	}
+	var out []sending.Delivery
+	err := s.db.InTx(ctx, func(q Querier) error {
+		rows, err := q.QueryContext(ctx, `UPDATE deliveries SET state = 'sending', lease_owner = $1, lease_until = $2,
+			attempts = attempts + 1, updated_at = $3
+			WHERE id IN (SELECT id FROM deliveries WHERE state IN ('pending', 'deferred') AND next_attempt_at <= $3
+				ORDER BY next_attempt_at LIMIT $4`+lock+`) RETURNING id`, owner, ms(leaseUntil), ms(now), limit)
+		if err != nil {
+			return notFound(err, "deliveries")
+		}
+		ids, err := scanIDs(rows)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		if out, err = loadDeliveries(ctx, q, ids); err != nil {
+			return err
+		}
+		return NewEvents(s.db).In(q).Insert(ctx, entries(out))
+	})
+	return out, err
+}
+
+func scanIDs(rows *sql.Rows) ([]int64, error) {
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+func loadDeliveries(ctx context.Context, q Querier, ids []int64) ([]sending.Delivery, error) {
+	ph := make([]string, len(ids))
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		ph[i], args[i] = "$"+strconv.Itoa(i+1), id
+	}
+	rows, err := q.QueryContext(ctx, `SELECT `+claimedCols+` FROM deliveries d JOIN sends s ON s.id = d.send_id
+		WHERE d.id IN (`+strings.Join(ph, ",")+`) ORDER BY d.id`, args...)
+	if err != nil {
+		return nil, notFound(err, "deliveries")
+	}
+	defer rows.Close()
+	var out []sending.Delivery
+	for rows.Next() {
+		var d sending.Delivery
+		var next, created int64
+		if err := rows.Scan(&d.ID, &d.SendID, &d.DomainID, &d.MessageID, &d.Recipient, &d.State, &d.Attempts, &next,
+			&created, &d.Sender, &d.Subject, &d.Tags); err != nil {
+			return nil, err
+		}
+		d.NextAttemptAt, d.CreatedAt = fromMS(next), fromMS(created)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// Complete implements sending.Store.
+func (s Sending) Complete(ctx context.Context, id int64, owner string, o sending.Outcome, entries []event.Entry,
+	bounce *suppression.Entry) (bool, error) {
+	held := false
+	err := s.db.InTx(ctx, func(q Querier) error {
+		var next any
+		if !o.NextAttemptAt.IsZero() {
+			next = ms(o.NextAttemptAt)
+		}
+		res, err := q.ExecContext(ctx, `UPDATE deliveries SET state = $3, next_attempt_at = COALESCE($4, next_attempt_at),
+			last_code = $5, last_message = $6, lease_owner = NULL, lease_until = NULL, updated_at = $7
+			WHERE id = $1 AND lease_owner = $2 AND state = 'sending'`,
+			id, owner, o.State, next, o.Code, o.Message, ms(time.Now()))
+		if err != nil {
+			return notFound(err, "delivery")
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil // the lease was lost: someone else owns this attempt now
+		}
+		held = true
+		if bounce != nil {
+			if _, err := q.ExecContext(ctx, `INSERT INTO suppressions (domain_id, type, recipient_type, recipient, source, created_at)
+				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (domain_id, type, recipient) DO NOTHING`,
+				bounce.DomainID, bounce.Type, bounce.RecipientType, bounce.Recipient, bounce.Source, ms(bounce.CreatedAt)); err != nil {
+				return notFound(err, "suppression")
+			}
+		}
+		return NewEvents(s.db).In(q).Insert(ctx, entries)
+	})
+	return held, err
+}
+
+// Release implements sending.Store.
+func (s Sending) Release(ctx context.Context, id int64, owner string, next time.Time) error {
+	_, err := s.db.w.ExecContext(ctx, `UPDATE deliveries SET state = 'deferred', next_attempt_at = $3, attempts = attempts - 1,
+		lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2 AND state = 'sending'`, id, owner, ms(next))
+	return notFound(err, "delivery")
+}
+
+// ExtendLease implements sending.Store.
+func (s Sending) ExtendLease(ctx context.Context, id int64, owner string, until time.Time) error {
+	_, err := s.db.w.ExecContext(ctx, `UPDATE deliveries SET lease_until = $3 WHERE id = $1 AND lease_owner = $2 AND state = 'sending'`,
+		id, owner, ms(until))
+	return notFound(err, "delivery")
+}
+
+// Rescue implements sending.Store.
+func (s Sending) Rescue(ctx context.Context, now time.Time) (int, error) {
+	res, err := s.db.w.ExecContext(ctx, `UPDATE deliveries SET state = 'deferred', next_attempt_at = $1, lease_owner = NULL,
+		lease_until = NULL, updated_at = $1 WHERE state = 'sending' AND lease_until < $1`, ms(now))
+	if err != nil {
+		return 0, notFound(err, "deliveries")
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// LoadSend implements sending.Store.
+func (s Sending) LoadSend(ctx context.Context, id int64) (sending.Send, []sending.Attachment, error) {
+	var snd sending.Send
+	var headers string
+	var processed int
+	var created int64
+	err := s.db.r.QueryRowContext(ctx, `SELECT id, domain_id, account_id, from_addr, from_name, reply_to, subject, text_body,
+		html_body, headers, options, tags, processed, created_at FROM sends WHERE id = $1`, id).Scan(&snd.ID, &snd.DomainID,
+		&snd.AccountID, &snd.From, &snd.FromName, &snd.ReplyTo, &snd.Subject, &snd.Text, &snd.HTML, &headers, &snd.Options,
+		&snd.Tags, &processed, &created)
+	if err != nil {
+		return snd, nil, notFound(err, "send")
+	}
+	snd.Processed, snd.CreatedAt = processed != 0, fromMS(created)
+	if err := json.Unmarshal([]byte(headers), &snd.Headers); err != nil {
+		return snd, nil, err
+	}
+	rows, err := s.db.r.QueryContext(ctx, `SELECT filename, content_type, data FROM send_attachments WHERE send_id = $1 ORDER BY idx`, id)
+	if err != nil {
+		return snd, nil, notFound(err, "attachments")
+	}
+	defer rows.Close()
+	var atts []sending.Attachment
+	for rows.Next() {
+		var a sending.Attachment
+		if err := rows.Scan(&a.Filename, &a.ContentType, &a.Data); err != nil {
+			return snd, nil, err
+		}
+		atts = append(atts, a)
+	}
+	return snd, atts, rows.Err()
+}
+
+// SaveProcessed implements sending.Store.
+func (s Sending) SaveProcessed(ctx context.Context, sendID int64, atts []sending.Attachment) (bool, error) {
+	won := false
+	err := s.db.InTx(ctx, func(q Querier) error {
+		res, err := q.ExecContext(ctx, `UPDATE sends SET processed = 1 WHERE id = $1 AND processed = 0`, sendID)
+		if err != nil {
+			return notFound(err, "send")
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		won = true
+		if _, err := q.ExecContext(ctx, `DELETE FROM send_attachments WHERE send_id = $1`, sendID); err != nil {
+			return notFound(err, "attachments")
+		}
+		return insertAttachments(ctx, q, sendID, atts)
+	})
+	return won, err
+}
+
+// Idempotent implements sending.Store.
+func (s Sending) Idempotent(ctx context.Context, accountID int64, key string, since time.Time) (int, []byte, bool, error) {
+	var status int
+	var body string
+	err := s.db.r.QueryRowContext(ctx, `SELECT status, response FROM idempotency_keys
+		WHERE account_id = $1 AND key = $2 AND created_at >= $3`, accountID, key, ms(since)).Scan(&status, &body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil, false, nil
+	}
+	if err != nil {
+		return 0, nil, false, notFound(err, "idempotency key")
+	}
+	return status, []byte(body), true, nil
+}
+
+// Remember implements sending.Store. An expired key is replaced.
+func (s Sending) Remember(ctx context.Context, accountID int64, key string, status int, body []byte, now time.Time) error {
+	_, err := s.db.w.ExecContext(ctx, `INSERT INTO idempotency_keys (account_id, key, status, response, created_at)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (account_id, key) DO UPDATE SET status = excluded.status,
+		response = excluded.response, created_at = excluded.created_at
+		WHERE idempotency_keys.created_at < $6`, accountID, key, status, string(body), ms(now), ms(now.Add(-24*time.Hour)))
+	return notFound(err, "idempotency key")
+}
