@@ -112,9 +112,6 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	})
 	a.Suppressions = suppression.NewService(store.NewSuppressions(db), nil)
 	a.Events = event.NewService(store.NewEvents(db), event.Config{})
-	if err := a.openSending(key); err != nil {
-		return err
-	}
 	if err := a.openValidator(); err != nil {
 		return err
 	}
@@ -123,6 +120,10 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		return err
 	}
 	a.Limiter = ratelimit.New(counter, nil)
+	// Sending takes the outbound budget from the limiter, so it comes after it.
+	if err := a.openSending(key); err != nil {
+		return err
+	}
 	return nil
 }
 
