@@ -10,13 +10,15 @@ import (
 
 func cmdDev(ctx context.Context, e env, args []string) error {
 	if len(args) == 0 {
-		return usagef("want dev seed-log DOMAIN --count N")
+		return usagef("want dev seed-log DOMAIN --count N | dev smtp-sink [--listen ADDR]")
 	}
 	switch args[0] {
 	case "seed-log":
 		return devSeedLog(ctx, e, args[1:])
+	case "smtp-sink":
+		return devSMTPSink(ctx, e, args[1:])
 	default:
-		return usagef("unknown subcommand %q: want seed-log", args[0])
+		return usagef("unknown subcommand %q: want seed-log or smtp-sink", args[0])
 	}
 }
 

@@ -58,7 +58,7 @@ func commands() map[string]command {
 		"domain":      {"domain add|list|show|verify|set-tracking|set-auth|remove ...", cmdDomain},
 		"suppression": {"suppression add DOMAIN RECIPIENT --type T | remove DOMAIN ID | list DOMAIN | import DOMAIN FILE", cmdSuppression},
 		"validate":    {"validate [--strict] [--offline] [ADDRESS...]: JSON lines out; stdin when no address", cmdValidate},
-		"dev":         {"dev seed-log DOMAIN --count N (realistic delivery log entries)", cmdDev},
+		"dev":         {"dev seed-log DOMAIN --count N | dev smtp-sink [--listen ADDR] [--dir DIR]", cmdDev},
 		"version": {"print the version", func(_ context.Context, e env, _ []string) error {
 			fmt.Fprintln(e.stdout, "postline", version)
 			return nil
