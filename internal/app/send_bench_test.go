@@ -1,0 +1,167 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/postline/postline/internal/app"
+	"github.com/postline/postline/internal/config"
+	"github.com/postline/postline/internal/dnstest"
+	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/smtptest"
+	"github.com/postline/postline/internal/store"
+	"github.com/postline/postline/internal/testutil"
+)
+
+// benchApp opens an App (no workers yet) with a verified relay domain
+// pointing at a local sink, and an HTTP server over its API.
+func benchApp(b *testing.B, d store.Dialect, sink *smtptest.Sink) (*app.App, *httptest.Server, string) {
+	dns := dnstest.New(b)
+	cfg := config.Default()
+	cfg.DataDir = b.TempDir()
+	cfg.DatabaseURL = testutil.DatabaseURL(b, d)
+	if d == store.SQLite {
+		cfg.DatabaseURL = "sqlite:" + filepath.Join(cfg.DataDir, "postline.db")
+	}
+	cfg.DNSServer = dns.Addr()
+	cfg.RateDomainPerMinute = 1 << 30
+	a, err := app.Open(context.Background(), cfg, nil, app.Options{DKIMKeyBits: 1024})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { a.Close() })
+	ctx := context.Background()
+	acc, _ := a.Accounts.CreateUser(ctx, "bench")
+	key, _, _ := a.Accounts.CreateKey(ctx, "bench", "")
+	dom, err := a.Domains.Add(ctx, domain.AddParams{AccountID: acc.ID, Name: "shop.example.com", Trusted: true,
+		Delivery: domain.Delivery{Mode: domain.ModeSMTP, Host: "127.0.0.1", Port: sink.Port(), TLS: domain.TLSNone}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a.Domains.Verify(ctx, dom, true)
+	srv := httptest.NewServer(a.API().Handler())
+	b.Cleanup(srv.Close)
+	return a, srv, "bench:" + key
+}
+
+func sendBody(i int) (string, []byte) {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	mw.WriteField("from", "orders@shop.example.com")
+	mw.WriteField("to", fmt.Sprintf("user%d@rcpt.example.net", i))
+	mw.WriteField("subject", "Your order")
+	mw.WriteField("text", strings.Repeat("Thank you for your order. ", 20))
+	mw.WriteField("html", "<p>"+strings.Repeat("Thank you for your order. ", 20)+"</p>")
+	mw.Close()
+	return mw.FormDataContentType(), buf.Bytes()
+}
+
+// BenchmarkSendIntake measures API → committed jobs: multipart requests of
+// one recipient each over loopback HTTP, 8 clients, no workers running.
+//
+//	POSTLINE_TEST_DATABASE_URL=... go test -run '^$' -bench BenchmarkSendIntake -benchtime 3000x ./internal/app/
+func BenchmarkSendIntake(b *testing.B) {
+	for _, d := range testutil.Dialects() {
+		b.Run(string(d), func(b *testing.B) {
+			sink := smtptest.New(b, smtptest.Config{})
+			_, srv, auth := benchApp(b, d, sink)
+			user, key, _ := strings.Cut(auth, ":")
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+			var n atomic.Int64
+			b.SetParallelism(4)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					ct, body := sendBody(int(n.Add(1)))
+					req, _ := http.NewRequest("POST", srv.URL+"/api/domains/shop.example.com/message", bytes.NewReader(body))
+					req.Header.Set("Content-Type", ct)
+					req.SetBasicAuth(user, key)
+					resp, err := client.Do(req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					resp.Body.Close()
+					if resp.StatusCode != 202 {
+						b.Errorf("status %d", resp.StatusCode)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}
+
+// BenchmarkDeliveryVsRawSMTP delivers b.N queued messages to a local sink
+// with the workers (8), and, in the same run, sends as many messages with
+// a bare go-smtp client loop on 8 connections: the ceiling of the sink.
+//
+//	go test -run '^$' -bench BenchmarkDeliveryVsRawSMTP -benchtime 2000x ./internal/app/
+func BenchmarkDeliveryVsRawSMTP(b *testing.B) {
+	b.Run("postline", func(b *testing.B) {
+		sink := smtptest.New(b, smtptest.Config{})
+		a, srv, auth := benchApp(b, store.SQLite, sink)
+		user, key, _ := strings.Cut(auth, ":")
+		for i := 0; i < b.N; i++ { // queue first, so only delivery is timed
+			ct, body := sendBody(i)
+			req, _ := http.NewRequest("POST", srv.URL+"/api/domains/shop.example.com/message", bytes.NewReader(body))
+			req.Header.Set("Content-Type", ct)
+			req.SetBasicAuth(user, key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil || resp.StatusCode != 202 {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		b.ResetTimer()
+		if err := a.StartWorkers(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if _, err := sink.WaitForMessages(ctx, b.N); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+	})
+	b.Run("raw-go-smtp", func(b *testing.B) {
+		sink := smtptest.New(b, smtptest.Config{})
+		_, body := sendBody(0)
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		b.ResetTimer()
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := smtp.Dial(sink.Addr())
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				defer c.Close()
+				for next.Add(1) <= int64(b.N) {
+					if err := c.SendMail("orders@shop.example.com", []string{"user@rcpt.example.net"}, bytes.NewReader(body)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+	})
+}
