@@ -4,6 +4,9 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"image"
+	"image/draw"
+	pngenc "image/png"
 	"io"
 	"os"
 	"os/exec"
@@ -190,5 +193,57 @@ func check7z(t *testing.T, data []byte, password string) {
 	}
 	if err := exec.Command("7z", "t", "-pwrong-password", path).Run(); err == nil {
 		t.Fatal("7z accepted a wrong password")
+	}
+}
+
+// A watermark applies to PDF, PNG and JPEG only; the answer says how many,
+// and the PNG arrives changed while the text file arrives as sent.
+func TestSendWithWatermark(t *testing.T) {
+	t.Parallel()
+	e := startSend(t, store.SQLite, false, nil)
+	var png bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, 400, 300))
+	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
+	if err := pngenc.Encode(&png, img); err != nil {
+		t.Fatal(err)
+	}
+	resp := e.send(t, append(basicParts("wm@rcpt.example.net"),
+		part{name: "attachments", filename: "photo.png", contentType: "image/png", value: png.String()},
+		part{name: "attachments", filename: "notes.txt", contentType: "text/plain", value: "plain"},
+		part{name: "attachment_options", value: `{"watermark":{"enabled":true,"text":"CONFIDENTIAL","position":"center"}}`}), nil)
+	if resp.StatusCode != 202 || !strings.Contains(resp.JSON["message"].(string), "1 attachment(s) will be watermarked") {
+		t.Fatalf("send: %d %s", resp.StatusCode, resp.Body)
+	}
+	msgs, err := e.sink.WaitForMessages(ctxTimeout(t, 15*time.Second), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr, _ := mail.CreateReader(bytes.NewReader(msgs[0].Data))
+	got := map[string][]byte{}
+	for {
+		p, err := mr.NextPart()
+		if err != nil {
+			break
+		}
+		if h, ok := p.Header.(*mail.AttachmentHeader); ok {
+			name, _ := h.Filename()
+			got[name], _ = io.ReadAll(p.Body)
+		}
+	}
+	if string(got["notes.txt"]) != "plain" {
+		t.Errorf("text attachment changed: %q", got["notes.txt"])
+	}
+	out, err := pngenc.Decode(bytes.NewReader(got["photo.png"]))
+	if err != nil {
+		t.Fatalf("received PNG: %v", err)
+	}
+	changed := false
+	for x := 150; x < 250 && !changed; x++ {
+		if r, g, b, _ := out.At(x, 150).RGBA(); r != 0xffff || g != 0xffff || b != 0xffff {
+			changed = true
+		}
+	}
+	if !changed {
+		t.Error("the centre of the received PNG is untouched: no watermark")
 	}
 }

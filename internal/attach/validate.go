@@ -141,3 +141,15 @@ func fileProblem(name string, err error) string {
 	}
 	return fmt.Sprintf("%q %s", SanitizeName(name), msg)
 }
+
+// Watermarkable counts the files a watermark applies to (PDF, PNG, JPEG),
+// so that the API can say how many will be watermarked before the job runs.
+func Watermarkable(files []File) int {
+	n := 0
+	for _, f := range files {
+		if kindOf(f) != kindOther {
+			n++
+		}
+	}
+	return n
+}

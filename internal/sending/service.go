@@ -50,6 +50,7 @@ type Accepted struct {
 	Queued      int
 	Suppressed  int
 	Attachments int
+	Watermarked int // attachments the watermark applies to (PDF, PNG, JPEG)
 }
 
 // Accept validates a request for domain d and queues one delivery per
@@ -117,6 +118,9 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 		}
 	}
 	acc := Accepted{Queued: len(ds), Suppressed: len(dropped), Attachments: len(r.Attachments)}
+	if opts.Watermark.Enabled {
+		acc.Watermarked = attach.Watermarkable(files)
+	}
 	for _, dl := range ds {
 		acc.MessageIDs = append(acc.MessageIDs, dl.MessageID)
 	}
@@ -128,8 +132,12 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 
 // Message is the API's summary sentence for an accepted request.
 func (a Accepted) Message() string {
-	return fmt.Sprintf("Email queued for %d recipient(s) as %d job(s) with %d attachment(s); %d recipient(s) suppressed.",
+	msg := fmt.Sprintf("Email queued for %d recipient(s) as %d job(s) with %d attachment(s); %d recipient(s) suppressed.",
 		a.Queued+a.Suppressed, a.Queued, a.Attachments, a.Suppressed)
+	if a.Watermarked > 0 {
+		msg += fmt.Sprintf(" %d attachment(s) will be watermarked.", a.Watermarked)
+	}
+	return msg
 }
 
 func entry(domainID int64, messageID string, t event.Type, s *Send, to string, at time.Time, details map[string]any) event.Entry {
