@@ -10,12 +10,15 @@
 //     domain's followers. RecordTx does the same inside a caller's
 //     transaction and returns the wake-up to call after that transaction
 //     commits, so followers are never woken for entries that may roll back.
-//   - Ids grow in commit order within a domain: a reader that has seen id N
-//     of a domain has seen every earlier id of that domain. (On PostgreSQL
-//     the store serialises a domain's inserts with a transaction-scoped
-//     advisory lock, because concurrent transactions could otherwise commit
-//     BIGSERIAL ids out of order and an "id > last" follower would skip the
-//     late one.) Streams, follow and resume rely on this.
+//   - Bounds is also the followers' horizon: no id at or below its hi can
+//     still appear. Ids are handed out at insert, not at commit, so on
+//     PostgreSQL a transaction holding id 10 may commit after one holding
+//     id 11; the store makes every inserting transaction announce a bound
+//     below its ids (a shared advisory lock, visible in pg_locks) and
+//     Bounds stops below the lowest bound announced, so an "id > last"
+//     follower never skips a late commit, and writers never wait for each
+//     other. On SQLite the single writer commits in id order. Streams,
+//     follow and resume rely on this.
 //   - Lists are newest first (created_at desc, id desc) with offset paging
 //     and a total. The total is exact when the filter is at most a time
 //     range and an event type (it comes from hourly per-type counts kept

@@ -10,7 +10,8 @@ import (
 
 // PrunerConfig configures retention.
 type PrunerConfig struct {
-	// Retention is how long entries are kept; 0 keeps them forever.
+	// Retention is how long entries are kept; 0 keeps them forever (the
+	// passes still compact the hourly counts).
 	Retention time.Duration
 	// Interval between passes (default 10 minutes): a pass after a long
 	// pause deletes more, but in the same short batches.
@@ -23,7 +24,8 @@ type PrunerConfig struct {
 	Logger *slog.Logger
 }
 
-// Pruner deletes entries older than the retention in the background.
+// Pruner deletes entries older than the retention in the background, and
+// compacts the hourly counts of past hours.
 type Pruner struct {
 	store Store
 	cfg   PrunerConfig
@@ -45,11 +47,7 @@ func NewPruner(st Store, cfg PrunerConfig) *Pruner {
 }
 
 // Start runs a pass now and then every Interval until Stop or ctx ends.
-// With Retention 0 it does nothing.
 func (p *Pruner) Start(ctx context.Context) error {
-	if p.cfg.Retention <= 0 {
-		return nil
-	}
 	ctx, p.stop = context.WithCancel(ctx)
 	p.wg.Add(1)
 	go func() {
@@ -78,13 +76,22 @@ func (p *Pruner) Stop() {
 	p.wg.Wait()
 }
 
-// runOnce deletes everything older than the retention and reports how
-// many entries went.
+// runOnce deletes everything older than the retention, reports how many
+// entries went, and compacts the counts of hours that ended over an hour
+// ago (later ones may still be written).
 func (p *Pruner) runOnce(ctx context.Context) (int64, error) {
-	cutoff := p.cfg.Now().Add(-p.cfg.Retention)
-	n, err := p.store.Prune(ctx, cutoff, p.cfg.Batch)
-	if n > 0 {
-		p.cfg.Logger.Info("event log retention", "deleted", n, "before", cutoff.UTC().Format(time.RFC3339))
+	now := p.cfg.Now()
+	var n int64
+	if p.cfg.Retention > 0 {
+		cutoff := now.Add(-p.cfg.Retention)
+		var err error
+		n, err = p.store.Prune(ctx, cutoff, p.cfg.Batch)
+		if n > 0 {
+			p.cfg.Logger.Info("event log retention", "deleted", n, "before", cutoff.UTC().Format(time.RFC3339))
+		}
+		if err != nil {
+			return n, err
+		}
 	}
-	return n, err
+	return n, p.store.CompactCounts(ctx, now.Add(-2*time.Hour))
 }

@@ -10,9 +10,21 @@ import (
 // pruneStore records Prune calls; nothing else is used by the Pruner.
 type pruneStore struct {
 	Store
-	mu     sync.Mutex
-	calls  []time.Time
-	called chan struct{}
+	mu       sync.Mutex
+	calls    []time.Time
+	compacts []time.Time
+	called   chan struct{}
+}
+
+func (s *pruneStore) CompactCounts(_ context.Context, before time.Time) error {
+	s.mu.Lock()
+	s.compacts = append(s.compacts, before)
+	s.mu.Unlock()
+	select {
+	case s.called <- struct{}{}:
+	default:
+	}
+	return nil
 }
 
 func (s *pruneStore) Prune(_ context.Context, before time.Time, batch int) (int64, error) {
@@ -38,6 +50,9 @@ func TestPrunerRunOnce(t *testing.T) {
 	if want := now.Add(-30 * 24 * time.Hour); len(st.calls) != 1 || !st.calls[0].Equal(want) {
 		t.Fatalf("Prune called with %v, want [%s]", st.calls, want)
 	}
+	if want := now.Add(-2 * time.Hour); len(st.compacts) != 1 || !st.compacts[0].Equal(want) {
+		t.Fatalf("CompactCounts called with %v, want [%s]", st.compacts, want)
+	}
 }
 
 func TestPrunerLifecycle(t *testing.T) {
@@ -54,13 +69,15 @@ func TestPrunerLifecycle(t *testing.T) {
 	}
 	p.Stop()
 
+	// Retention 0 keeps every entry; the counts are still compacted.
 	off := &pruneStore{called: make(chan struct{}, 1)}
 	q := NewPruner(off, PrunerConfig{Retention: 0})
 	if err := q.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	<-off.called
 	q.Stop()
-	if len(off.calls) != 0 {
-		t.Fatalf("retention 0 pruned: %v", off.calls)
+	if len(off.calls) != 0 || len(off.compacts) == 0 {
+		t.Fatalf("retention 0: pruned %v, compacted %v; want no pruning, a compaction", off.calls, off.compacts)
 	}
 }

@@ -16,8 +16,7 @@ import (
 // to a caller's transaction (see RecordTx).
 type Store interface {
 	// Insert stores entries atomically (in the bound transaction, or in one
-	// of its own) and keeps the hourly counts. It must make ids grow in
-	// commit order per domain.
+	// of its own) and keeps the hourly counts.
 	Insert(ctx context.Context, entries []Entry) error
 	// List returns up to f.Limit entries matching f in f.Order.
 	List(ctx context.Context, f Filter) ([]Entry, error)
@@ -27,10 +26,15 @@ type Store interface {
 	Count(ctx context.Context, f Filter, max int) (n int, exact bool, err error)
 	// Bounds returns the smallest and largest id of the domain's entries
 	// within f's time range (Start, End; other fields ignored), or 0, 0.
+	// hi is also a horizon: no entry with an id at or below it may still
+	// commit later (it is lowered below the ids of running transactions).
 	Bounds(ctx context.Context, f Filter) (lo, hi int64, err error)
 	// Prune deletes entries created before t, in batches of at most batch
 	// rows per transaction, and returns how many it deleted.
 	Prune(ctx context.Context, before time.Time, batch int) (int64, error)
+	// CompactCounts tidies the hourly counts of hours before t (the store
+	// may spread a busy hour over several rows); totals do not change.
+	CompactCounts(ctx context.Context, before time.Time) error
 }
 
 // Config tunes the Service. Zero values take the defaults.

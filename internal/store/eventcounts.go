@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"strconv"
 	"strings"
 	"time"
@@ -82,7 +83,8 @@ func (e Events) countByHours(ctx context.Context, f event.Filter) (int, error) {
 	return int(n), notFound(err, "event counts")
 }
 
-// Bounds implements event.Store.
+// Bounds implements event.Store. hi is also the horizon of followers: no
+// id at or below it can still appear (see Insert).
 func (e Events) Bounds(ctx context.Context, f event.Filter) (lo, hi int64, err error) {
 	var q string
 	var args []any
@@ -98,8 +100,27 @@ func (e Events) Bounds(ctx context.Context, f event.Filter) (lo, hi int64, err e
 		where, args = e.where(event.Filter{DomainID: f.DomainID, Start: f.Start, End: f.End})
 		q = `SELECT COALESCE(MIN(id + 0), 0), COALESCE(MAX(id + 0), 0) FROM events WHERE ` + where
 	}
-	err = e.reader().QueryRowContext(ctx, q, args...).Scan(&lo, &hi)
-	return lo, hi, notFound(err, "events")
+	if err = e.reader().QueryRowContext(ctx, q, args...).Scan(&lo, &hi); err != nil {
+		return 0, 0, notFound(err, "events")
+	}
+	if e.db.Dialect == Postgres && hi > 0 {
+		// Stop below every id a running transaction may still commit (see
+		// Insert). pg_locks is read after the statement above: an insert
+		// that committed in between is visible to the caller's next read,
+		// and one still running is in pg_locks. Unrelated advisory locks
+		// of the bigint form may only hold followers back while held.
+		var bound sql.NullInt64
+		err = e.reader().QueryRowContext(ctx, `SELECT min((l.classid::bigint << 32) | l.objid::bigint) FROM pg_locks l
+			WHERE l.locktype = 'advisory' AND l.objsubid = 1
+			AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&bound)
+		if err != nil {
+			return 0, 0, notFound(err, "event id bound")
+		}
+		if bound.Valid && bound.Int64 < hi {
+			hi = bound.Int64
+		}
+	}
+	return lo, hi, nil
 }
 
 // Prune implements event.Store. It visits only the domains that have an
@@ -149,13 +170,6 @@ func (e Events) Prune(ctx context.Context, before time.Time, batch int) (int64, 
 }
 
 func (e Events) pruneBatch(ctx context.Context, domainID, cut int64, batch int) (int, error) {
-	if e.db.Dialect == Postgres {
-		// The same lock as Insert: the counts are updated by one
-		// transaction at a time per domain.
-		if _, err := e.q.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, eventLockClass, int32(domainID&0x7fff_ffff)); err != nil {
-			return 0, notFound(err, "event lock")
-		}
-	}
 	rows, err := e.q.QueryContext(ctx, `DELETE FROM events WHERE domain_id = $1 AND id IN
 		(SELECT id FROM events WHERE domain_id = $1 AND created_at < $2 ORDER BY created_at LIMIT $3)
 		RETURNING created_at, event_type`, domainID, cut, batch)
@@ -179,15 +193,37 @@ func (e Events) pruneBatch(ctx context.Context, domainID, cut int64, batch int) 
 		return 0, notFound(err, "events")
 	}
 	for k, c := range gone {
-		if _, err := e.q.ExecContext(ctx, `UPDATE event_counts SET n = n - $4 WHERE domain_id = $1 AND hour = $2 AND event_type = $3`,
-			k.domain, k.hour, string(k.typ), c); err != nil {
+		// Subtract in stripe 0 (it may go negative while other stripes
+		// of the hour are positive: only the sum means anything).
+		if _, err := e.q.ExecContext(ctx, `INSERT INTO event_counts (domain_id, hour, event_type, stripe, n)
+			VALUES ($1, $2, $3, 0, $4) ON CONFLICT (domain_id, hour, event_type, stripe) DO UPDATE SET n = event_counts.n + excluded.n`,
+			k.domain, k.hour, string(k.typ), -c); err != nil {
 			return 0, notFound(err, "event counts")
 		}
 	}
 	if len(gone) > 0 {
-		if _, err := e.q.ExecContext(ctx, `DELETE FROM event_counts WHERE domain_id = $1 AND hour < $2 AND n <= 0`, domainID, cut); err != nil {
+		// Hours whose entries are all gone leave no rows behind.
+		if _, err := e.q.ExecContext(ctx, `DELETE FROM event_counts WHERE domain_id = $1 AND hour < $2 AND
+			(SELECT SUM(x.n) FROM event_counts x WHERE x.domain_id = event_counts.domain_id AND x.hour = event_counts.hour
+				AND x.event_type = event_counts.event_type) <= 0`, domainID, cut); err != nil {
 			return 0, notFound(err, "event counts")
 		}
 	}
 	return n, nil
+}
+
+// CompactCounts implements event.Store: on PostgreSQL it merges the
+// stripes of hours before t into stripe 0, in one statement (so a reader
+// sees the rows before or after, with the same sum). SQLite has nothing
+// to merge.
+func (e Events) CompactCounts(ctx context.Context, before time.Time) error {
+	if e.db.Dialect != Postgres {
+		return nil
+	}
+	_, err := e.db.w.ExecContext(ctx, `WITH moved AS (
+			DELETE FROM event_counts WHERE stripe <> 0 AND hour < $1 RETURNING domain_id, hour, event_type, n)
+		INSERT INTO event_counts (domain_id, hour, event_type, stripe, n)
+		SELECT domain_id, hour, event_type, 0, SUM(n) FROM moved GROUP BY domain_id, hour, event_type
+		ON CONFLICT (domain_id, hour, event_type, stripe) DO UPDATE SET n = event_counts.n + excluded.n`, hourOf(ms(before)))
+	return notFound(err, "event counts")
 }

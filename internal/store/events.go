@@ -33,9 +33,6 @@ func (e Events) In(q Querier) Events { e.q = q; return e }
 // of every committed insert, so that followers in every process wake.
 const eventsNotifyChannel = "postline_events"
 
-// eventLockClass namespaces the per-domain advisory locks (two-key form).
-const eventLockClass = 0x504c_4576 // "PLEv"
-
 const hourMS = int64(time.Hour / time.Millisecond)
 
 // insertChunk rows per INSERT on PostgreSQL: 13 parameters each stays far
@@ -53,15 +50,21 @@ func (e Events) reader() Querier {
 
 // Insert implements event.Store.
 //
-// On PostgreSQL it first takes a transaction-scoped advisory lock per
-// domain (in id order, so two transactions never wait on each other in a
-// cycle). BIGSERIAL hands out ids when rows are inserted, not when they
-// commit: without the lock, a transaction holding id 10 could commit after
-// one holding id 11, and a follower that already read 11 and asks for
-// "id > 11" would never see 10. With the lock, a domain's inserts commit
-// one transaction at a time, in id order. The notification is queued in
-// the same transaction and delivered only if it commits. On SQLite the
-// single writer connection already serialises transactions.
+// The ordering problem: a follower reads "id > last", but ids are handed
+// out when rows are inserted, not when they commit. A transaction holding
+// id 10 may commit after one holding id 11; a follower that already read
+// 11 would never see 10. SQLite's single writer commits transactions one
+// at a time, so ids become visible in order. On PostgreSQL, before taking
+// any id, Insert announces a bound below all of its ids by holding a
+// shared, transaction-scoped advisory lock keyed by the sequence's last
+// value. Bounds never reports an id above the lowest announced bound, so a
+// follower stops short of any id that may still commit and continues once
+// the transaction ends (its NOTIFY, queued in the same transaction, wakes
+// everyone). Writers never wait for each other: a shared lock does not
+// conflict with itself. (The alternative, serialising a domain's inserts
+// with an exclusive lock held to commit, capped a busy domain at one
+// commit at a time: 5x fewer single-entry transactions per second with 8
+// writers in our measurement.)
 func (e Events) Insert(ctx context.Context, entries []event.Entry) error {
 	if len(entries) == 0 {
 		return nil
@@ -69,21 +72,11 @@ func (e Events) Insert(ctx context.Context, entries []event.Entry) error {
 	if e.q == nil {
 		return e.db.InTx(ctx, func(q Querier) error { return e.In(q).Insert(ctx, entries) })
 	}
-	var domains []int64
-	for _, en := range entries {
-		if !slices.Contains(domains, en.DomainID) {
-			domains = append(domains, en.DomainID)
-		}
-	}
-	slices.Sort(domains)
 	if e.db.Dialect == Postgres {
-		for _, d := range domains {
-			if _, err := e.q.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, eventLockClass, int32(d&0x7fff_ffff)); err != nil {
-				return notFound(err, "event lock")
-			}
+		// last_value - 1: with is_called false the next id is last_value.
+		if _, err := e.q.ExecContext(ctx, `SELECT pg_advisory_xact_lock_shared(last_value - 1) FROM events_id_seq`); err != nil {
+			return notFound(err, "event id bound")
 		}
-	}
-	if e.db.Dialect == Postgres {
 		for i := 0; i < len(entries); i += insertChunk {
 			if err := e.insertRows(ctx, entries[i:min(i+insertChunk, len(entries))]); err != nil {
 				return err
@@ -96,8 +89,13 @@ func (e Events) Insert(ctx context.Context, entries []event.Entry) error {
 		return err
 	}
 	if e.db.Dialect == Postgres {
-		for _, d := range domains {
-			if _, err := e.q.ExecContext(ctx, `SELECT pg_notify($1, $2)`, eventsNotifyChannel, strconv.FormatInt(d, 10)); err != nil {
+		var notified []int64
+		for _, en := range entries {
+			if slices.Contains(notified, en.DomainID) {
+				continue
+			}
+			notified = append(notified, en.DomainID)
+			if _, err := e.q.ExecContext(ctx, `SELECT pg_notify($1, $2)`, eventsNotifyChannel, strconv.FormatInt(en.DomainID, 10)); err != nil {
 				return notFound(err, "event notify")
 			}
 		}
@@ -198,7 +196,8 @@ func (e Events) addCounts(ctx context.Context, entries []event.Entry) error {
 	for k := range agg {
 		keys = append(keys, k)
 	}
-	// A fixed order keeps two transactions' row locks from crossing.
+	// A fixed order keeps two transactions sharing a stripe from taking
+	// the same row locks in crossed orders.
 	slices.SortFunc(keys, func(a, b countKey) int {
 		if a.domain != b.domain {
 			return cmpInt(a.domain, b.domain)
@@ -212,22 +211,30 @@ func (e Events) addCounts(ctx context.Context, entries []event.Entry) error {
 		chunk := keys[:min(len(keys), insertChunk)]
 		keys = keys[len(chunk):]
 		var b strings.Builder
-		b.WriteString(`INSERT INTO event_counts (domain_id, hour, event_type, n) VALUES `)
+		b.WriteString(`INSERT INTO event_counts (domain_id, hour, event_type, stripe, n) VALUES `)
 		args := make([]any, 0, len(chunk)*4)
 		for i, k := range chunk {
 			if i > 0 {
 				b.WriteByte(',')
 			}
 			n := i * 4
-			b.WriteString("($" + strconv.Itoa(n+1) + ",$" + strconv.Itoa(n+2) + ",$" + strconv.Itoa(n+3) + ",$" + strconv.Itoa(n+4) + ")")
+			b.WriteString("($" + strconv.Itoa(n+1) + ",$" + strconv.Itoa(n+2) + ",$" + strconv.Itoa(n+3) + "," + e.stripe() + ",$" + strconv.Itoa(n+4) + ")")
 			args = append(args, k.domain, k.hour, string(k.typ), agg[k])
 		}
-		b.WriteString(` ON CONFLICT (domain_id, hour, event_type) DO UPDATE SET n = event_counts.n + excluded.n`)
+		b.WriteString(` ON CONFLICT (domain_id, hour, event_type, stripe) DO UPDATE SET n = event_counts.n + excluded.n`)
 		if _, err := e.q.ExecContext(ctx, b.String(), args...); err != nil {
 			return notFound(err, "event counts")
 		}
 	}
 	return nil
+}
+
+// stripe is the event_counts stripe of this connection (see 00003_events.sql).
+func (e Events) stripe() string {
+	if e.db.Dialect == Postgres {
+		return "pg_backend_pid() % 16"
+	}
+	return "0"
 }
 
 func cmpInt(a, b int64) int {

@@ -37,12 +37,18 @@ CREATE INDEX events_sender ON events (domain_id, sender_lc, created_at, id);
 -- Entries per (domain, hour, type), kept in the inserting and pruning
 -- transactions: totals of time-range and type filters are a sum over at
 -- most 24 x 11 rows a day plus exact counts of the two partial hours.
+-- On PostgreSQL each connection adds to its own stripe (backend pid % 16)
+-- so that concurrent transactions recording the same domain, hour and type
+-- do not queue on one row lock until they commit; the maintenance pass
+-- merges the stripes of past hours into stripe 0. SQLite has one writer
+-- and uses stripe 0 only.
 CREATE TABLE event_counts (
-    domain_id  BIGINT NOT NULL REFERENCES domains (id) ON DELETE CASCADE,
-    hour       BIGINT NOT NULL, -- Unix ms of the hour's start
-    event_type TEXT   NOT NULL,
-    n          BIGINT NOT NULL,
-    PRIMARY KEY (domain_id, hour, event_type)
+    domain_id  BIGINT   NOT NULL REFERENCES domains (id) ON DELETE CASCADE,
+    hour       BIGINT   NOT NULL, -- Unix ms of the hour's start
+    event_type TEXT     NOT NULL,
+    stripe     SMALLINT NOT NULL,
+    n          BIGINT   NOT NULL,
+    PRIMARY KEY (domain_id, hour, event_type, stripe)
 );
 
 -- Subject and tags substrings (LIKE '%...%' on the folded columns) use

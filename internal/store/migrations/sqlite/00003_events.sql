@@ -40,10 +40,16 @@ CREATE INDEX events_id ON events (domain_id);
 -- Entries per (domain, hour, type), kept in the inserting and pruning
 -- transactions: totals of time-range and type filters are a sum over at
 -- most 24 x 11 rows a day plus exact counts of the two partial hours.
+-- On PostgreSQL each connection adds to its own stripe (backend pid % 16)
+-- so that concurrent transactions recording the same domain, hour and type
+-- do not queue on one row lock until they commit; the maintenance pass
+-- merges the stripes of past hours into stripe 0. SQLite has one writer
+-- and uses stripe 0 only.
 CREATE TABLE event_counts (
     domain_id  INTEGER NOT NULL REFERENCES domains (id) ON DELETE CASCADE,
     hour       INTEGER NOT NULL, -- Unix ms of the hour's start
     event_type TEXT    NOT NULL,
+    stripe     INTEGER NOT NULL,
     n          INTEGER NOT NULL,
-    PRIMARY KEY (domain_id, hour, event_type)
+    PRIMARY KEY (domain_id, hour, event_type, stripe)
 ) WITHOUT ROWID;
