@@ -150,6 +150,11 @@ func TestSendWithAttachmentOptions(t *testing.T) {
 		}
 		check7z(t, data, "correct horse")
 	}
+	var leaked int
+	if err := e.App.DB.Reader().QueryRowContext(context.Background(),
+		`SELECT COUNT(*) FROM sends WHERE options LIKE '%correct horse%'`).Scan(&leaked); err != nil || leaked != 0 {
+		t.Errorf("the password is still stored after the job (%d rows, %v)", leaked, err)
+	}
 }
 
 func onlyAttachment(t *testing.T, raw []byte) (string, []byte) {

@@ -232,7 +232,9 @@ func (s Sending) LoadSend(ctx context.Context, id int64) (sending.Send, []sendin
 func (s Sending) SaveProcessed(ctx context.Context, sendID int64, atts []sending.Attachment) (bool, error) {
 	won := false
 	err := s.db.InTx(ctx, func(q Querier) error {
-		res, err := q.ExecContext(ctx, `UPDATE sends SET processed = 1 WHERE id = $1 AND processed = 0`, sendID)
+		// The options go with the originals: a password is kept only until
+		// the job that needs it has run.
+		res, err := q.ExecContext(ctx, `UPDATE sends SET processed = 1, options = '' WHERE id = $1 AND processed = 0`, sendID)
 		if err != nil {
 			return notFound(err, "send")
 		}
