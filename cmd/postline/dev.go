@@ -44,15 +44,11 @@ func devSeedLog(ctx context.Context, e env, args []string) error {
 	if *count < 1 {
 		return usagef("--count must be at least 1")
 	}
-	a, err := openApp(ctx, e, cfg)
+	a, d, err := openDomain(ctx, e, cfg, pos[0])
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	d, err := a.Domains.Get(ctx, pos[0])
-	if err != nil {
-		return err
-	}
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano())
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/postline/postline/internal/app"
 	"github.com/postline/postline/internal/config"
+	"github.com/postline/postline/internal/domain"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -150,4 +151,19 @@ func parse(fs *flag.FlagSet, l *config.Loader, args []string) ([]string, config.
 func openApp(ctx context.Context, e env, cfg config.Config) (*app.App, error) {
 	cfg.LogLevel = "warn"
 	return app.Open(ctx, cfg, app.NewLogger(cfg, e.stderr), app.Options{})
+}
+
+// openDomain opens the app for a management command about one domain
+// (any owner: the operator's CLI).
+func openDomain(ctx context.Context, e env, cfg config.Config, name string) (*app.App, domain.Domain, error) {
+	a, err := openApp(ctx, e, cfg)
+	if err != nil {
+		return nil, domain.Domain{}, err
+	}
+	d, err := a.Domains.Get(ctx, name)
+	if err != nil {
+		a.Close()
+		return nil, domain.Domain{}, err
+	}
+	return a, d, nil
 }

@@ -44,15 +44,11 @@ func cmdSuppression(ctx context.Context, e env, args []string) error {
 	if *page < 1 || *perPage < suppression.MinPerPage || *perPage > suppression.MaxPerPage {
 		return usagef("--page must be at least 1 and --per-page 10 to 100")
 	}
-	a, err := openApp(ctx, e, cfg)
+	a, d, err := openDomain(ctx, e, cfg, pos[0])
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	d, err := a.Domains.Get(ctx, pos[0])
-	if err != nil {
-		return err
-	}
 	svc := a.Suppressions
 	switch sub {
 	case "add":
