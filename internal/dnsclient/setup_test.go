@@ -1,7 +1,7 @@
 package dnsclient_test
 
 import (
-	"sync"
+	"github.com/postline/postline/internal/testutil/clock"
 	"testing"
 	"time"
 
@@ -13,7 +13,7 @@ import (
 // clock and a resolver aimed at the server.
 type fixture struct {
 	srv   *dnstest.Server
-	clock *fakeClock
+	clock *clock.Fake
 	r     *dnsclient.Resolver
 }
 
@@ -22,7 +22,7 @@ type fixture struct {
 func setup(t *testing.T, mod ...func(*dnsclient.Config)) *fixture {
 	t.Helper()
 	srv := dnstest.New(t)
-	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := clock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	cfg := dnsclient.Config{
 		Server:   srv.Addr(),
 		Timeout:  150 * time.Millisecond,
@@ -37,22 +37,4 @@ func setup(t *testing.T, mod ...func(*dnsclient.Config)) *fixture {
 		t.Fatalf("New: %v", err)
 	}
 	return &fixture{srv: srv, clock: clock, r: r}
-}
-
-// fakeClock is a NowFunc the test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }

@@ -3,6 +3,7 @@ package validation_test
 import (
 	"context"
 	"errors"
+	"github.com/postline/postline/internal/testutil/clock"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ var t0 = time.Date(2026, 3, 4, 5, 6, 7, 891_234_567, time.UTC)
 // fake clock, a counting in-memory Cache and a validator using them.
 type fixture struct {
 	srv   *dnstest.Server
-	clock *fakeClock
+	clock *clock.Fake
 	cache *countingCache
 	cfg   validation.Config
 	v     *validation.Validator
@@ -32,7 +33,7 @@ func setup(t testing.TB, mod ...func(*validation.Config)) *fixture {
 	t.Helper()
 	srv := dnstest.New(t)
 	zone(srv)
-	clock := &fakeClock{t: t0}
+	clock := clock.New(t0)
 	res, err := dnsclient.New(dnsclient.Config{
 		Server: srv.Addr(), Timeout: 200 * time.Millisecond, Attempts: 1, NowFunc: clock.Now,
 	})
@@ -72,24 +73,6 @@ func (f *fixture) validate(t testing.TB, mode validation.Mode, email string) val
 		t.Fatalf("Validate(%s, %q): %v", mode, email, err)
 	}
 	return r
-}
-
-// fakeClock is a Now the test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 // countingCache is a MemoryCache that counts Get and Put calls per key.
