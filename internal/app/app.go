@@ -29,6 +29,7 @@ import (
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/store"
 	"github.com/postline/postline/internal/suppression"
+	"github.com/postline/postline/internal/tracking"
 	"github.com/postline/postline/internal/validation"
 )
 
@@ -47,6 +48,10 @@ type App struct {
 	// Sending accepts messages; Worker delivers them (serve only).
 	Sending *sending.Service
 	Worker  *sending.Worker
+	// Tracking answers tracking URLs; TrackingURLs makes them.
+	Tracking       *tracking.Service
+	TrackingURLs   *tracking.URLs
+	TrackingSigner tracking.Signer
 	// Validator is the address validation pipeline.
 	Validator *validation.Validator
 	lists     *validation.FileLists
@@ -120,6 +125,9 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		return err
 	}
 	a.Limiter = ratelimit.New(counter, nil)
+	if err := a.openTracking(key); err != nil {
+		return err
+	}
 	// Sending takes the outbound budget from the limiter, so it comes after it.
 	if err := a.openSending(key); err != nil {
 		return err
@@ -169,6 +177,7 @@ func (a *App) API() *httpapi.Server {
 		Suppressions: a.Suppressions,
 		Events:       a.Events,
 		Sending:      a.Sending,
+		Tracking:     a.Tracking,
 		Validator:    a.Validator,
 		Limiter:      a.Limiter,
 		Limits: httpapi.Limits{

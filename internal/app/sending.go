@@ -35,6 +35,7 @@ func (a *App) openSending(secretKey []byte) error {
 		Grace:       cfg.ShutdownTimeout,
 		Policy:      sending.Policy{Schedule: cfg.RetrySchedule, MaxAge: cfg.MaxMessageAge},
 		VERPKey:     verp[:],
+		Tracking:    a.TrackingURLs,
 		Logger:      a.Logger,
 	}, st, a.Events, a.Domains, a.Suppressions, t, a.Limiter)
 	a.Sending = sending.NewService(st, a.Events, a.Suppressions, sending.Config{}, a.Worker.Wake)

@@ -49,6 +49,16 @@ type Domain struct {
 	Delivery       Delivery
 	TrackingDomain string // empty when none
 	AuthDomain     string // empty when none
+	Tracking       Tracking
+}
+
+// Tracking says which tracking the domain's messages carry. All are off
+// for a new domain: tracking changes the message (rewritten links, an
+// image, headers), so the owner turns it on.
+type Tracking struct {
+	Opens       bool `json:"opens"`       // a 1×1 image at the end of the HTML
+	Clicks      bool `json:"clicks"`      // HTML links go through the click URL
+	Unsubscribe bool `json:"unsubscribe"` // List-Unsubscribe (RFC 8058 one-click)
 }
 
 // Verified reports whether the domain passed verification.

@@ -45,9 +45,14 @@ func (s *Service) Records(d Domain) []Record {
 		recs = append(recs, Record{Purpose: "tracking", Type: "CNAME", Name: d.TrackingDomain, Value: s.cfg.PublicHost, Required: true})
 	}
 	if d.AuthDomain != "" {
-		recs = append(recs,
-			Record{Purpose: "auth_dkim", Type: "TXT", Name: d.DKIMSelector + "._domainkey." + d.AuthDomain, Value: d.DKIMRecordValue(), Required: true},
-			Record{Purpose: "auth_spf", Type: "TXT", Name: d.AuthDomain, Value: s.cfg.SPFRecord, Required: true})
+		recs = append(recs, Record{Purpose: "auth_dkim", Type: "TXT", Name: d.DKIMSelector + "._domainkey." + d.AuthDomain,
+			Value: d.DKIMRecordValue(), Required: true})
+		// The return path points at the service host, whose own MX and SPF
+		// records then cover the bounce addresses (a CNAME cannot sit beside
+		// a TXT at the same name, so this replaces an SPF record there).
+		if s.cfg.PublicHost != "" {
+			recs = append(recs, Record{Purpose: "auth_return_path", Type: "CNAME", Name: d.AuthDomain, Value: s.cfg.PublicHost, Required: true})
+		}
 	}
 	return recs
 }
@@ -98,7 +103,7 @@ func (s *Service) check(ctx context.Context, r Record) string {
 	status := StatusMissing
 	for _, t := range txts {
 		switch r.Purpose {
-		case "spf", "auth_spf":
+		case "spf":
 			if strings.HasPrefix(strings.ToLower(t), "v=spf1") {
 				return StatusOK
 			}

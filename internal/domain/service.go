@@ -20,7 +20,7 @@ type Config struct {
 	// may configure over the API; operators using the CLI are not limited.
 	RelayAllowlist []string
 	SPFRecord      string // TXT value to publish at the domain
-	PublicHost     string // target of tracking CNAMEs
+	PublicHost     string // target of tracking and return-path CNAMEs
 	DKIMKeyBits    int    // default 2048
 	Now            func() time.Time
 }
@@ -166,6 +166,12 @@ func (s *Service) subdomainOrEmpty(field, host string) (string, error) {
 		return "", apperr.Field(field, err.Error())
 	}
 	return h, nil
+}
+
+// SetTrackingOptions replaces the tracking switches.
+func (s *Service) SetTrackingOptions(ctx context.Context, d Domain, t Tracking) (Domain, error) {
+	d.Tracking = t
+	return d, s.store.UpdateDomain(ctx, d)
 }
 
 // SetDelivery replaces the delivery settings.

@@ -18,6 +18,7 @@ type domainJSON struct {
 	Delivery       deliveryJSON    `json:"delivery"`
 	TrackingDomain *string         `json:"tracking_domain"`
 	AuthDomain     *string         `json:"auth_domain"`
+	Tracking       domain.Tracking `json:"tracking"`
 	DKIMSelector   string          `json:"dkim_selector"`
 	DNSRecords     []domain.Record `json:"dns_records"`
 }
@@ -49,7 +50,7 @@ func (s *Server) domainView(d domain.Domain, recs []domain.Record) domainJSON {
 		Name: d.Name, Verified: d.Verified(), CreatedAt: timeJSON(d.CreatedAt),
 		Delivery: deliveryJSON{Mode: d.Delivery.Mode, Host: d.Delivery.Host, Port: d.Delivery.Port,
 			User: d.Delivery.User, PasswordSet: d.Delivery.Password != "", TLS: d.Delivery.TLS},
-		TrackingDomain: optional(d.TrackingDomain), AuthDomain: optional(d.AuthDomain),
+		TrackingDomain: optional(d.TrackingDomain), AuthDomain: optional(d.AuthDomain), Tracking: d.Tracking,
 		DKIMSelector: d.DKIMSelector, DNSRecords: recs,
 	}
 	if d.VerifiedAt != nil {
@@ -202,4 +203,35 @@ func (s *Server) handleSetAuthDomain(w http.ResponseWriter, r *http.Request, p a
 		return err
 	}
 	return s.setHost(w, r, p, "authentication domain", s.setAuth(r), authOf, host)
+}
+
+// handleSetTrackingOptions turns open, click and unsubscribe tracking on or
+// off; a switch left out of the body keeps its value.
+func (s *Server) handleSetTrackingOptions(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	var in struct {
+		Opens       *bool `json:"opens"`
+		Clicks      *bool `json:"clicks"`
+		Unsubscribe *bool `json:"unsubscribe"`
+	}
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	d, err := s.Domains.Owned(r.Context(), p.AccountID, r.PathValue("domain"))
+	if err != nil {
+		return err
+	}
+	t := d.Tracking
+	for _, sw := range []struct {
+		in  *bool
+		out *bool
+	}{{in.Opens, &t.Opens}, {in.Clicks, &t.Clicks}, {in.Unsubscribe, &t.Unsubscribe}} {
+		if sw.in != nil {
+			*sw.out = *sw.in
+		}
+	}
+	if d, err = s.Domains.SetTrackingOptions(r.Context(), d, t); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": "Tracking settings updated", "data": s.domainView(d, nil)})
+	return nil
 }

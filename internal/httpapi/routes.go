@@ -38,6 +38,12 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/metrics", public: s.handleMetrics},
 		{method: "GET", path: "/api/openapi.json", public: s.handleOpenAPI},
 
+		// Tracking URLs in sent messages: no account, the token is the credential.
+		{method: "GET", path: "/t/o/{token}", public: s.handleOpen},
+		{method: "GET", path: "/t/c/{token}", public: s.handleClick},
+		{method: "GET", path: "/t/u/{token}", public: s.handleUnsubscribePage},
+		{method: "POST", path: "/t/u/{token}", public: s.handleUnsubscribe, maxBody: 64 << 10},
+
 		{method: "POST", path: "/api/email/validate", group: groupValidation, handler: s.handleValidate},
 		{method: "POST", path: "/api/email/validate/strict", group: groupValidation, handler: s.handleValidateStrict},
 		{method: "POST", path: "/api/email/validate/bulk/strict", group: groupValidation, handler: s.handleValidateBulkStrict},
@@ -49,6 +55,7 @@ func (s *Server) routeTable() []route {
 		{method: "DELETE", path: "/api/domains/{domain}/auth-domain", group: groupDelete, handler: s.handleRemoveAuthDomain},
 		{method: "PUT", path: "/api/domains/{domain}/tracklink", group: groupDomain, handler: s.handleSetTracking},
 		{method: "PUT", path: "/api/domains/{domain}/auth-domain", group: groupDomain, handler: s.handleSetAuthDomain},
+		{method: "PUT", path: "/api/domains/{domain}/tracking", group: groupDomain, handler: s.handleSetTrackingOptions},
 
 		{method: "POST", path: "/api/domains/{domain}/message", group: groupDomainLog, handler: s.handleSend,
 			maxBody: maxSendBody, faultsAsSuccess: true},

@@ -17,6 +17,7 @@ import (
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/suppression"
+	"github.com/postline/postline/internal/tracking"
 	"github.com/postline/postline/internal/validation"
 )
 
@@ -44,7 +45,9 @@ type Deps struct {
 	// Validator is the address validation pipeline.
 	Validator *validation.Validator
 	// Sending accepts transactional messages.
-	Sending  *sending.Service
+	Sending *sending.Service
+	// Tracking answers open, click and unsubscribe URLs.
+	Tracking *tracking.Service
 	Limiter  *ratelimit.Limiter
 	Limits   Limits
 	DB       Pinger
@@ -83,7 +86,7 @@ func New(d Deps) *Server {
 		mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
 	}
 	mux.Handle("/", s.wrap(route{path: "unmatched", group: groupPublic, public: s.handleNotFound}))
-	s.handler = s.withRequestID(mux)
+	s.handler = s.withRequestID(s.withTrackingHosts(mux))
 	return s
 }
 

@@ -36,19 +36,53 @@ func (w *Worker) build(ctx context.Context, dom domain.Domain, d Delivery) ([]by
 	for _, a := range atts {
 		p.Attachments = append(p.Attachments, message.Attachment{Filename: a.Filename, ContentType: a.ContentType, Data: a.Data})
 	}
+	if w.cfg.Tracking != nil {
+		w.cfg.Tracking.Apply(&p, dom, d.ID)
+	}
 	raw, err := message.Build(p)
 	if err != nil {
 		return nil, err
 	}
-	signDomain := dom.Name
-	if dom.AuthDomain != "" {
-		signDomain = dom.AuthDomain
-	}
-	signer, err := message.NewSigner(signDomain, dom.DKIMSelector, dom.DKIMPrivateKey)
+	signer, err := w.signers.get(dom)
 	if err != nil {
 		return nil, err
 	}
 	return signer.Sign(raw)
+}
+
+// signerCache keeps one parsed DKIM signer per domain and signing
+// identity: parsing the key costs more than a small message's signature.
+type signerCache struct {
+	mu sync.Mutex
+	m  map[signerKey]*message.Signer
+}
+
+type signerKey struct {
+	domainID       int64
+	name, selector string
+	keySum         [32]byte
+}
+
+func (c *signerCache) get(dom domain.Domain) (*message.Signer, error) {
+	name := dom.Name
+	if dom.AuthDomain != "" { // d= the authentication domain when there is one
+		name = dom.AuthDomain
+	}
+	k := signerKey{domainID: dom.ID, name: name, selector: dom.DKIMSelector, keySum: sha256.Sum256(dom.DKIMPrivateKey)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.m[k]; ok {
+		return s, nil
+	}
+	s, err := message.NewSigner(name, dom.DKIMSelector, dom.DKIMPrivateKey)
+	if err != nil {
+		return nil, err
+	}
+	if c.m == nil || len(c.m) >= 1024 { // a bound, not an LRU: domains rarely change keys
+		c.m = map[signerKey]*message.Signer{}
+	}
+	c.m[k] = s
+	return s, nil
 }
 
 func (w *Worker) process(ctx context.Context, snd Send, atts []Attachment) ([]Attachment, error) {

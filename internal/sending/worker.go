@@ -14,6 +14,7 @@ import (
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/suppression"
+	"github.com/postline/postline/internal/tracking"
 )
 
 // Transport hands one message to the next hop (delivery.Transport).
@@ -30,8 +31,11 @@ type WorkerConfig struct {
 	Grace       time.Duration // how long Stop lets attempts finish (default 10s)
 	Policy      Policy
 	VERPKey     []byte // signs bounce addresses under authentication domains
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// Tracking, when set, adds the domain's open, click and unsubscribe
+	// tracking to each message.
+	Tracking *tracking.URLs
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // Worker drains the queue: claims due deliveries and attempts them.
@@ -46,6 +50,7 @@ type Worker struct {
 	owner     string
 	wakeCh    chan struct{}
 	sends     *sendCache
+	signers   signerCache
 
 	stop     context.CancelFunc
 	attempts context.CancelFunc

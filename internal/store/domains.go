@@ -23,7 +23,7 @@ var _ domain.Store = Domains{}
 func NewDomains(db *DB, box *secret.Box) Domains { return Domains{db: db, box: box} }
 
 const domainCols = `id, account_id, name, created_at, verified_at, dkim_selector, dkim_key, dkim_public,
-	delivery_mode, smtp_host, smtp_port, smtp_user, smtp_password, smtp_tls, tracking_domain, auth_domain`
+	delivery_mode, smtp_host, smtp_port, smtp_user, smtp_password, smtp_tls, tracking_domain, auth_domain, track_opens, track_clicks, track_unsubscribe`
 
 // CreateDomain implements domain.Store.
 func (s Domains) CreateDomain(ctx context.Context, d domain.Domain) (domain.Domain, error) {
@@ -61,7 +61,7 @@ func (s Domains) scan(row interface{ Scan(...any) error }) (domain.Domain, error
 	var key, password string
 	err := row.Scan(&d.ID, &d.AccountID, &d.Name, &created, &verified, &d.DKIMSelector, &key, &d.DKIMPublicKey,
 		&d.Delivery.Mode, &d.Delivery.Host, &d.Delivery.Port, &d.Delivery.User, &password, &d.Delivery.TLS,
-		&d.TrackingDomain, &d.AuthDomain)
+		&d.TrackingDomain, &d.AuthDomain, &d.Tracking.Opens, &d.Tracking.Clicks, &d.Tracking.Unsubscribe)
 	if err != nil {
 		return d, err
 	}
@@ -112,13 +112,23 @@ func (s Domains) ListDomains(ctx context.Context, accountID int64) ([]domain.Dom
 // UpdateDomain implements domain.Store.
 func (s Domains) UpdateDomain(ctx context.Context, d domain.Domain) error {
 	return exec1(ctx, s.db.w, "domain", `UPDATE domains SET verified_at = $2, delivery_mode = $3, smtp_host = $4,
-		smtp_port = $5, smtp_user = $6, smtp_password = $7, smtp_tls = $8, tracking_domain = $9, auth_domain = $10
+		smtp_port = $5, smtp_user = $6, smtp_password = $7, smtp_tls = $8, tracking_domain = $9, auth_domain = $10,
+		track_opens = $11, track_clicks = $12, track_unsubscribe = $13
 		WHERE id = $1`,
 		d.ID, msPtr(d), d.Delivery.Mode, d.Delivery.Host, d.Delivery.Port, d.Delivery.User,
-		s.sealPassword(d.Delivery.Password), d.Delivery.TLS, d.TrackingDomain, d.AuthDomain)
+		s.sealPassword(d.Delivery.Password), d.Delivery.TLS, d.TrackingDomain, d.AuthDomain,
+		b2i(d.Tracking.Opens), b2i(d.Tracking.Clicks), b2i(d.Tracking.Unsubscribe))
 }
 
 // DeleteDomain implements domain.Store.
 func (s Domains) DeleteDomain(ctx context.Context, id int64) error {
 	return exec1(ctx, s.db.w, "domain", `DELETE FROM domains WHERE id = $1`, id)
+}
+
+// b2i stores a flag as 0 or 1: the column is INTEGER on both dialects.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

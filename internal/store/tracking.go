@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/postline/postline/internal/tracking"
+)
+
+// Tracking implements tracking.Store over the deliveries and sends tables.
+type Tracking struct{ db *DB }
+
+var _ tracking.Store = Tracking{}
+
+// NewTracking returns the tracking store.
+func NewTracking(db *DB) Tracking { return Tracking{db: db} }
+
+// Target implements tracking.Store.
+func (s Tracking) Target(ctx context.Context, id int64) (tracking.Target, error) {
+	var t tracking.Target
+	err := s.db.r.QueryRowContext(ctx, `SELECT d.id, d.send_id, d.domain_id, d.message_id, d.recipient, d.state,
+		s.from_addr, s.subject, s.tags FROM deliveries d JOIN sends s ON s.id = d.send_id WHERE d.id = $1`, id).
+		Scan(&t.DeliveryID, &t.SendID, &t.DomainID, &t.MessageID, &t.Recipient, &t.State, &t.Sender, &t.Subject, &t.Tags)
+	return t, notFound(err, "delivery")
+}
+
+// SendHTML implements tracking.Store.
+func (s Tracking) SendHTML(ctx context.Context, sendID int64) (string, error) {
+	var body string
+	err := s.db.r.QueryRowContext(ctx, `SELECT html_body FROM sends WHERE id = $1`, sendID).Scan(&body)
+	return body, notFound(err, "send")
+}
+
+// markColumns are the only columns Record writes a marker to; the name
+// goes into SQL text, so it must come from this set.
+var markColumns = map[tracking.Column]bool{tracking.OpenedAt: true, tracking.ClickedAt: true, tracking.UnsubscribedAt: true}
+
+// Record implements tracking.Store.
+func (s Tracking) Record(ctx context.Context, m tracking.Mark) (bool, error) {
+	if m.Column != tracking.NoMark && !markColumns[m.Column] {
+		return false, fmt.Errorf("store: unknown tracking column %q", m.Column)
+	}
+	first := false
+	err := s.db.InTx(ctx, func(q Querier) error {
+		if m.Column != tracking.NoMark {
+			res, err := q.ExecContext(ctx, `UPDATE deliveries SET `+string(m.Column)+` = $2 WHERE id = $1 AND `+
+				string(m.Column)+` IS NULL`, m.DeliveryID, ms(m.At))
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			first = n == 1
+		}
+		if m.Bounced {
+			if _, err := q.ExecContext(ctx, `UPDATE deliveries SET state = 'bounced', updated_at = $2
+				WHERE id = $1 AND state = 'delivered'`, m.DeliveryID, ms(m.At)); err != nil {
+				return err
+			}
+		}
+		if e := m.Suppression; e != nil {
+			if _, err := q.ExecContext(ctx, `INSERT INTO suppressions (domain_id, type, recipient_type, recipient, source, created_at)
+				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (domain_id, type, recipient) DO NOTHING`,
+				e.DomainID, e.Type, e.RecipientType, e.Recipient, e.Source, ms(e.CreatedAt)); err != nil {
+				return err
+			}
+		}
+		return NewEvents(s.db).In(q).Insert(ctx, m.Entries(first))
+	})
+	return first, err
+}
+
+// IsTrackingHost implements tracking.Store.
+func (s Tracking) IsTrackingHost(ctx context.Context, host string) (bool, error) {
+	var n int
+	err := s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM domains WHERE tracking_domain = $1`, host).Scan(&n)
+	return n > 0, err
+}

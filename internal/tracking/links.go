@@ -1,0 +1,108 @@
+package tracking
+
+import (
+	"html"
+	"net/url"
+	"strings"
+
+	xhtml "golang.org/x/net/html"
+)
+
+// NoTrackAttr on a link keeps it as written (e.g. a link to a login page
+// whose referrer must be clean): <a href="..." data-postline-notrack>.
+const NoTrackAttr = "data-postline-notrack"
+
+// MaxLinks is how many links per message are rewritten; later ones are
+// left as written.
+const MaxLinks = 500
+
+// Links returns the trackable links of an HTML body in document order: the
+// href of every <a> whose URL is absolute http or https, not marked with
+// NoTrackAttr, up to MaxLinks. Link i of a click token is Links(body)[i];
+// Rewrite numbers links the same way, so the index always means the URL
+// that was in the message.
+func Links(body string) []string {
+	var out []string
+	walk(body, func(_ []xhtml.Attribute, href string) string {
+		out = append(out, href)
+		return ""
+	})
+	return out
+}
+
+// Rewrite returns body with the href of link i replaced by to(i, href);
+// everything else is copied byte for byte.
+func Rewrite(body string, to func(i int, href string) string) string {
+	i := 0
+	return walk(body, func(attrs []xhtml.Attribute, href string) string {
+		u := to(i, href)
+		i++
+		var b strings.Builder
+		b.WriteString("<a")
+		for _, a := range attrs {
+			v := a.Val
+			if strings.EqualFold(a.Key, "href") {
+				v = u
+			}
+			b.WriteString(" " + a.Key + `="` + html.EscapeString(v) + `"`)
+		}
+		b.WriteString(">")
+		return b.String()
+	})
+}
+
+// walk copies body, calling link for each trackable <a> start tag and
+// writing what it returns instead of the tag.
+func walk(body string, link func(attrs []xhtml.Attribute, href string) string) string {
+	z := xhtml.NewTokenizer(strings.NewReader(body))
+	var out strings.Builder
+	out.Grow(len(body) + len(body)/4)
+	n := 0
+	for {
+		tt := z.Next()
+		if tt == xhtml.ErrorToken {
+			return out.String()
+		}
+		raw := z.Raw()
+		if tt == xhtml.StartTagToken && n < MaxLinks {
+			if tok := z.Token(); tok.Data == "a" {
+				if href, ok := trackable(tok.Attr); ok {
+					n++
+					out.WriteString(link(tok.Attr, href))
+					continue
+				}
+			}
+		}
+		out.Write(raw)
+	}
+}
+
+func trackable(attrs []xhtml.Attribute) (string, bool) {
+	href, found := "", false
+	for _, a := range attrs {
+		switch strings.ToLower(a.Key) {
+		case NoTrackAttr:
+			return "", false
+		case "href":
+			href, found = strings.TrimSpace(a.Val), true
+		}
+	}
+	if !found {
+		return "", false
+	}
+	u, err := url.Parse(href)
+	if err != nil || u.Host == "" || (!strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https")) {
+		return "", false // mailto:, tel:, #anchors, relative and template links stay
+	}
+	return href, true
+}
+
+// AddPixel returns body with the open-tracking image just before its
+// closing </body>, or at the end when there is none.
+func AddPixel(body, src string) string {
+	img := `<img src="` + html.EscapeString(src) + `" width="1" height="1" alt="" style="display:block;width:1px;height:1px;border:0">`
+	if i := strings.LastIndex(strings.ToLower(body), "</body>"); i >= 0 {
+		return body[:i] + img + body[i:]
+	}
+	return body + img
+}
