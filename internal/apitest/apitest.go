@@ -129,7 +129,13 @@ type Request struct {
 	Auth         string // Authorization header; empty = none
 	Body         any    // marshalled to JSON unless it is []byte or string
 	Header       http.Header
+	// Host, when set, is sent as the Host header (tracking domains).
+	Host string
 }
+
+// noRedirects returns redirects as they are: a test checks where a click
+// URL points and must never follow it off the machine.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // Do sends r and validates the response against the OpenAPI document.
 func (e *Env) Do(r Request) *Response {
@@ -164,7 +170,10 @@ func (e *Env) Do(r Request) *Response {
 	if r.Auth != "" {
 		req.Header.Set("Authorization", r.Auth)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if r.Host != "" {
+		req.Host = r.Host
+	}
+	resp, err := noRedirects.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -178,7 +187,10 @@ func (e *Env) Do(r Request) *Response {
 			e.t.Fatalf("%s %s: bad JSON %q: %v", r.Method, r.Path, out.Body, err)
 		}
 	}
-	if err := e.spec.validate(req, raw, resp, out.Body); err != nil {
+	// On a tenant's tracking domain only /t/ paths are served; the
+	// document describes the API on the service's own host.
+	offAPIHost := r.Host != "" && !strings.HasPrefix(r.Path, "/t/") && resp.StatusCode == http.StatusNotFound
+	if err := e.spec.validate(req, raw, resp, out.Body); err != nil && !offAPIHost {
 		e.t.Errorf("%s %s → %d: response does not match the OpenAPI document: %v\nbody: %s", r.Method, r.Path, resp.StatusCode, err, out.Body)
 	}
 	return out

@@ -34,6 +34,8 @@ var specOnce = sync.OnceValues(func() (*spec, error) {
 		return nil, err
 	}
 	doc.Servers = nil // match any host
+	// The unsubscribe pages are HTML; their schema is a string.
+	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
 	r, err := legacy.NewRouter(doc)
 	if err != nil {
 		return nil, err

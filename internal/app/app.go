@@ -24,6 +24,7 @@ import (
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/httpapi"
+	"github.com/postline/postline/internal/inbound"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/sending"
@@ -52,6 +53,8 @@ type App struct {
 	Tracking       *tracking.Service
 	TrackingURLs   *tracking.URLs
 	TrackingSigner tracking.Signer
+	// Inbound takes bounce reports by SMTP (serve only; nil when off).
+	Inbound *inbound.Server
 	// Validator is the address validation pipeline.
 	Validator *validation.Validator
 	lists     *validation.FileLists
@@ -200,6 +203,16 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopEvents()
 	if err := a.StartWorkers(ctx); err != nil {
 		return err
+	}
+	if a.Inbound != nil {
+		if err := a.Inbound.Listen(a.Config.SMTPListen); err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownTimeout)
+			defer cancel()
+			a.Inbound.Shutdown(sctx) //nolint:errcheck // shutting down anyway
+		}()
 	}
 	api := a.API()
 	srv := httpapi.HTTPServer(ln.Addr().String(), api.Handler(), a.Logger)

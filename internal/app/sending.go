@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 
 	"github.com/postline/postline/internal/delivery"
@@ -27,14 +26,13 @@ func (a *App) openSending(secretKey []byte) error {
 	}
 	a.closers = append(a.closers, t.Close)
 	st := store.NewSending(a.DB)
-	verp := sha256.Sum256(append([]byte("postline verp\x00"), secretKey...))
 	a.Worker = sending.NewWorker(sending.WorkerConfig{
 		Concurrency: cfg.DeliveryWorkers,
 		Lease:       cfg.DeliveryLease,
 		DomainRate:  cfg.DomainSendRate,
 		Grace:       cfg.ShutdownTimeout,
 		Policy:      sending.Policy{Schedule: cfg.RetrySchedule, MaxAge: cfg.MaxMessageAge},
-		VERPKey:     verp[:],
+		VERPKey:     verpKey(secretKey),
 		Tracking:    a.TrackingURLs,
 		Logger:      a.Logger,
 	}, st, a.Events, a.Domains, a.Suppressions, t, a.Limiter)

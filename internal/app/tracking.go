@@ -3,6 +3,7 @@ package app
 import (
 	"crypto/sha256"
 
+	"github.com/postline/postline/internal/inbound"
 	"github.com/postline/postline/internal/store"
 	"github.com/postline/postline/internal/tracking"
 )
@@ -19,6 +20,18 @@ func (a *App) openTracking(secretKey []byte) error {
 		return err
 	}
 	a.TrackingURLs = &urls
-	a.Tracking = tracking.NewService(store.NewTracking(a.DB), a.Events, a.TrackingSigner, nil)
+	st := store.NewTracking(a.DB)
+	a.Tracking = tracking.NewService(st, a.Events, a.TrackingSigner, nil)
+	if a.Config.SMTPListen != "" {
+		a.Inbound = inbound.New(inbound.Config{Domain: a.Config.HeloName, VERPKey: verpKey(secretKey),
+			Signer: a.TrackingSigner, Logger: a.Logger}, st, a.Tracking, a.Events)
+	}
 	return nil
+}
+
+// verpKey signs bounce addresses: the workers make them, the inbound
+// listener checks them.
+func verpKey(secretKey []byte) []byte {
+	sum := sha256.Sum256(append([]byte("postline verp\x00"), secretKey...))
+	return sum[:]
 }

@@ -106,9 +106,10 @@ func (s *Server) handleUnsubscribe(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return trackingError(w, err)
 	}
-	if source == "one_click" {
+	if source == "one_click" { // a mailbox provider, not a person: no page
 		noStore(w)
-		w.WriteHeader(http.StatusOK)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "Unsubscribed.\n")
 		return nil
 	}
 	return s.writeUnsubscribePage(w, unsubscribeView{Done: true, Recipient: t.Recipient, Sender: t.Sender})

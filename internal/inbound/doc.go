@@ -1,0 +1,27 @@
+// Package inbound is the SMTP listener for mail that comes back: bounce
+// reports and complaints sent to the per-delivery bounce addresses (VERP,
+// bounce+ID-MAC@authdomain, see sending.VERPAddress) and mailto:
+// unsubscribes (unsubscribe+TOKEN@authdomain, see tracking.URLs).
+//
+// It is not a mail server for anyone: a recipient is accepted at RCPT only
+// when its local part carries a valid MAC for a delivery that exists, so
+// it relays nothing and accepts nothing for made-up addresses (550 5.1.1).
+// Messages are limited in size (552 5.3.4 beyond), recipients per message
+// are limited, and there is no AUTH.
+//
+// What each report does (internal/bounce classifies it):
+//
+//   - permanent failure: `bounced` (details: status, diagnostic_code,
+//     remote_mta, source "dsn"), a bounce suppression whose source is
+//     "dsn:STATUS", and a delivered delivery becomes bounced;
+//   - delayed: `temporary_fail` (details: status, diagnostic_code,
+//     reason "delayed", source "dsn"); nothing is suppressed;
+//   - complaint (ARF): `unsubscribed` with source "complaint" and an
+//     unsubscribe suppression with that source;
+//   - anything else (auto-replies, unknown reports): logged, no change.
+//
+// The bounce address names the delivery, so the report is applied to it:
+// the report whose recipient is the delivery's recipient, or the first one
+// when none names it (forwarding changes the final address). A failure to
+// record answers 451 so that the reporting server tries again.
+package inbound

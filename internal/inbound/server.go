@@ -1,0 +1,118 @@
+package inbound
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/tracking"
+)
+
+// Config configures the Server. Zero values take the defaults.
+type Config struct {
+	Domain          string // greeting name; default "localhost"
+	MaxMessageBytes int64  // default 10 MiB
+	MaxRecipients   int    // per message; default 50
+	// VERPKey checks bounce addresses (the sending workers' key).
+	VERPKey []byte
+	// Signer checks mailto: unsubscribe tokens.
+	Signer tracking.Signer
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Server is a running inbound SMTP listener.
+type Server struct {
+	cfg      Config
+	store    tracking.Store
+	tracking *tracking.Service
+	events   *event.Service
+	srv      *smtp.Server
+	ln       net.Listener
+	done     chan struct{}
+}
+
+// New returns a Server that records through st and trk; events (may be
+// nil) is woken so live log streams see the entries at once.
+func New(cfg Config, st tracking.Store, trk *tracking.Service, events *event.Service) *Server {
+	if cfg.Domain == "" {
+		cfg.Domain = "localhost"
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = 10 << 20
+	}
+	if cfg.MaxRecipients <= 0 {
+		cfg.MaxRecipients = 50
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, store: st, tracking: trk, events: events, done: make(chan struct{})}
+	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
+		return &session{s: s, remote: remoteIP(c)}, nil
+	}))
+	srv.Domain = cfg.Domain
+	srv.MaxMessageBytes = cfg.MaxMessageBytes
+	srv.MaxRecipients = cfg.MaxRecipients
+	srv.ReadTimeout = 2 * time.Minute
+	srv.WriteTimeout = 2 * time.Minute
+	srv.EnableSMTPUTF8 = true
+	srv.ErrorLog = log.New(io.Discard, "", 0)
+	s.srv = srv
+	return s
+}
+
+// Listen starts serving on addr ("host:port").
+func (s *Server) Listen(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("inbound SMTP: %w", err)
+	}
+	s.ln = ln
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, smtp.ErrServerClosed) {
+			s.cfg.Logger.Error("inbound SMTP stopped", "error", err)
+		}
+	}()
+	s.cfg.Logger.Info("inbound SMTP listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Shutdown stops accepting and waits (until ctx ends) for sessions to end.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.ln == nil {
+		return nil
+	}
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		s.srv.Close()
+	}
+	<-s.done
+	return err
+}
+
+func remoteIP(c *smtp.Conn) string {
+	if c == nil || c.Conn() == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(c.Conn().RemoteAddr().String())
+	if err != nil {
+		return c.Conn().RemoteAddr().String()
+	}
+	return host
+}

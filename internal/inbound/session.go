@@ -1,0 +1,163 @@
+package inbound
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/bounce"
+	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/sending"
+	"github.com/postline/postline/internal/suppression"
+	"github.com/postline/postline/internal/tracking"
+)
+
+// rcpt is an accepted recipient: the delivery it names and what it is for.
+type rcpt struct {
+	target      tracking.Target
+	unsubscribe bool // a mailto: unsubscribe, not a bounce address
+}
+
+type session struct {
+	s      *Server
+	remote string
+	from   string
+	rcpts  []rcpt
+}
+
+var (
+	errNoSuchUser = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1},
+		Message: "No such recipient here: this server takes bounces for the addresses it sends from"}
+	errTryLater = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0},
+		Message: "Temporary local problem, try again later"}
+	errNeedRcpt = &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "RCPT first"}
+)
+
+func (ss *session) Reset()        { ss.from, ss.rcpts = "", nil }
+func (ss *session) Logout() error { return nil }
+
+func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
+	ss.Reset()
+	ss.from = from // bounces come from the null sender; anything is fine
+	return nil
+}
+
+func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	local, _, ok := strings.Cut(to, "@")
+	if !ok {
+		return errNoSuchUser
+	}
+	var id int64
+	unsub := false
+	if d, ok := sending.ParseVERP(ss.s.cfg.VERPKey, to); ok {
+		id = d
+	} else if tok, ok := tracking.MailtoToken(ss.s.cfg.Signer, local); ok {
+		id, unsub = tok.DeliveryID, true
+	} else {
+		return errNoSuchUser
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	t, err := ss.s.store.Target(ctx, id)
+	if apperr.CodeOf(err) == apperr.NotFound {
+		return errNoSuchUser // a real address for a delivery since removed
+	}
+	if err != nil {
+		ss.s.cfg.Logger.Error("inbound: looking up delivery", "delivery", id, "error", err)
+		return errTryLater
+	}
+	ss.rcpts = append(ss.rcpts, rcpt{target: t, unsubscribe: unsub})
+	return nil
+}
+
+func (ss *session) Data(r io.Reader) error {
+	if len(ss.rcpts) == 0 {
+		return errNeedRcpt
+	}
+	reports, err := bounce.Parse(r, ss.s.cfg.MaxMessageBytes)
+	if errors.Is(err, bounce.ErrTooLarge) || errors.Is(err, smtp.ErrDataTooLarge) {
+		return smtp.ErrDataTooLarge
+	}
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, rc := range ss.rcpts {
+		if err := ss.apply(ctx, rc, reports); err != nil {
+			ss.s.cfg.Logger.Error("inbound: recording report", "delivery", rc.target.DeliveryID, "error", err)
+			return errTryLater
+		}
+	}
+	return nil
+}
+
+// apply records what a message to one accepted recipient says.
+func (ss *session) apply(ctx context.Context, rc rcpt, reports []bounce.Report) error {
+	t := rc.target
+	if rc.unsubscribe {
+		return ss.s.tracking.UnsubscribeTarget(ctx, t, "mailto", map[string]any{"ip": ss.remote, "from": ss.from})
+	}
+	rep, ok := pick(t, reports)
+	if !ok {
+		ss.s.cfg.Logger.Info("inbound: message to a bounce address is not a report; ignored",
+			"delivery", t.DeliveryID, "from", ss.from)
+		return nil
+	}
+	details := map[string]any{"source": "dsn", "status": rep.Status, "diagnostic_code": rep.DiagnosticCode,
+		"remote_mta": rep.RemoteMTA, "reported_recipient": rep.Recipient}
+	now := ss.s.cfg.Now()
+	switch rep.Kind {
+	case bounce.KindComplaint:
+		return ss.s.tracking.UnsubscribeTarget(ctx, t, "complaint",
+			map[string]any{"feedback_type": rep.FeedbackType, "ip": ss.remote})
+	case bounce.KindTemporary:
+		details["reason"] = "delayed"
+		return ss.record(ctx, t, tracking.Mark{DeliveryID: t.DeliveryID, At: now, Entries: entries(t, event.TemporaryFail, now, details)})
+	case bounce.KindPermanent:
+		src := "dsn"
+		if rep.Status != "" {
+			src += ":" + rep.Status
+		}
+		supp := &suppression.Entry{DomainID: t.DomainID, Type: suppression.Bounce, RecipientType: suppression.Email,
+			Recipient: event.Fold(t.Recipient), Source: &src, CreatedAt: now.UTC()}
+		return ss.record(ctx, t, tracking.Mark{DeliveryID: t.DeliveryID, At: now, Suppression: supp, Bounced: true,
+			Entries: entries(t, event.Bounced, now, details)})
+	default:
+		ss.s.cfg.Logger.Info("inbound: report names no failed recipient; ignored", "delivery", t.DeliveryID)
+		return nil
+	}
+}
+
+func (ss *session) record(ctx context.Context, t tracking.Target, m tracking.Mark) error {
+	_, err := ss.s.store.Record(ctx, m)
+	if err == nil && ss.s.events != nil {
+		ss.s.events.Wake(t.DomainID)
+	}
+	return err
+}
+
+func entries(t tracking.Target, typ event.Type, at time.Time, details map[string]any) func(bool) []event.Entry {
+	return func(bool) []event.Entry { return []event.Entry{t.Entry(typ, at, details)} }
+}
+
+// pick chooses the report about t's recipient, or the first report when
+// none names it: the bounce address already says which delivery it is.
+func pick(t tracking.Target, reports []bounce.Report) (bounce.Report, bool) {
+	for _, r := range reports {
+		if strings.EqualFold(r.Recipient, t.Recipient) && r.Kind != bounce.KindUnknown {
+			return r, true
+		}
+	}
+	for _, r := range reports {
+		if r.Kind != bounce.KindUnknown {
+			return r, true
+		}
+	}
+	return bounce.Report{}, false
+}
