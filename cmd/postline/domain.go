@@ -12,11 +12,11 @@ import (
 )
 
 // domainArgs is how many positional arguments each subcommand takes.
-var domainArgs = map[string]int{"add": 2, "list": 1, "show": 1, "verify": 1, "set-tracking": 2, "set-auth": 2, "remove": 1}
+var domainArgs = map[string]int{"add": 2, "list": 1, "show": 1, "verify": 1, "set-tracking": 2, "set-auth": 2, "track": 1, "remove": 1}
 
 func cmdDomain(ctx context.Context, e env, args []string) error {
 	if len(args) == 0 {
-		return usagef("want domain add|list|show|verify|set-tracking|set-auth|remove")
+		return usagef("want domain add|list|show|verify|set-tracking|set-auth|track|remove")
 	}
 	sub := args[0]
 	n, ok := domainArgs[sub]
@@ -32,6 +32,10 @@ func cmdDomain(ctx context.Context, e env, args []string) error {
 	fs.StringVar(&del.Password, "smtp-password", "", "add: SMTP relay password (stored encrypted)")
 	fs.StringVar(&del.TLS, "smtp-tls", "", "add: none, starttls or tls (default starttls)")
 	force := fs.Bool("force", false, "verify: mark verified without DNS lookups (operator override)")
+	var sw switches
+	fs.StringVar(&sw.opens, "opens", "", "track: on or off (open pixel)")
+	fs.StringVar(&sw.clicks, "clicks", "", "track: on or off (click URLs)")
+	fs.StringVar(&sw.unsubscribe, "unsubscribe", "", "track: on or off (List-Unsubscribe, one-click)")
 	pos, cfg, err := parse(fs, l, args[1:])
 	if err != nil {
 		return err
@@ -56,7 +60,50 @@ func cmdDomain(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer a.Close()
+	if sub == "track" {
+		return runTrack(ctx, e, a, pos[0], sw)
+	}
 	return runDomain(ctx, e, a, sub, pos, del, *force)
+}
+
+// switches are the track subcommand's flags: "on", "off" or "" (unchanged).
+type switches struct{ opens, clicks, unsubscribe string }
+
+func runTrack(ctx context.Context, e env, a *app.App, name string, sw switches) error {
+	d, err := a.Domains.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	t := d.Tracking
+	for _, f := range []struct {
+		name, value string
+		out         *bool
+	}{{"opens", sw.opens, &t.Opens}, {"clicks", sw.clicks, &t.Clicks}, {"unsubscribe", sw.unsubscribe, &t.Unsubscribe}} {
+		switch f.value {
+		case "":
+		case "on":
+			*f.out = true
+		case "off":
+			*f.out = false
+		default:
+			return usagef("--%s wants on or off, got %q", f.name, f.value)
+		}
+	}
+	if d, err = a.Domains.SetTrackingOptions(ctx, d, t); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "%s tracking: %s\n", d.Name, trackingText(d.Tracking))
+	return nil
+}
+
+func trackingText(t domain.Tracking) string {
+	onOff := func(b bool) string {
+		if b {
+			return "on"
+		}
+		return "off"
+	}
+	return fmt.Sprintf("opens %s, clicks %s, unsubscribe %s", onOff(t.Opens), onOff(t.Clicks), onOff(t.Unsubscribe))
 }
 
 func runDomain(ctx context.Context, e env, a *app.App, sub string, pos []string, del domain.Delivery, force bool) error {
@@ -99,8 +146,8 @@ func runDomain(ctx context.Context, e env, a *app.App, sub string, pos []string,
 		if d.VerifiedAt != nil {
 			verified = d.VerifiedAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(e.stdout, "domain:    %s\nverified:  %s\ndelivery:  %s\ntracking:  %s\nauth:      %s\nselector:  %s\n\n",
-			d.Name, verified, deliveryText(d.Delivery), dash(d.TrackingDomain), dash(d.AuthDomain), d.DKIMSelector)
+		fmt.Fprintf(e.stdout, "domain:    %s\nverified:  %s\ndelivery:  %s\ntracking:  %s (%s)\nauth:      %s\nselector:  %s\n\n",
+			d.Name, verified, deliveryText(d.Delivery), dash(d.TrackingDomain), trackingText(d.Tracking), dash(d.AuthDomain), d.DKIMSelector)
 		return printRecords(e.stdout, svc.Records(d))
 	case "verify":
 		d, recs, err := svc.Verify(ctx, d, force)

@@ -56,7 +56,7 @@ func commands() map[string]command {
 		"migrate":     {"apply database migrations and exit", cmdMigrate},
 		"user":        {"user create|list|disable LOGIN", cmdUser},
 		"key":         {"key create LOGIN [--name N] | list LOGIN | revoke KEY_ID", cmdKey},
-		"domain":      {"domain add|list|show|verify|set-tracking|set-auth|remove ...", cmdDomain},
+		"domain":      {"domain add|list|show|verify|set-tracking|set-auth|track|remove ...", cmdDomain},
 		"suppression": {"suppression add DOMAIN RECIPIENT --type T | remove DOMAIN ID | list DOMAIN | import DOMAIN FILE", cmdSuppression},
 		"validate":    {"validate [--strict] [--offline] [ADDRESS...]: JSON lines out; stdin when no address", cmdValidate},
 		"dev":         {"dev seed-log DOMAIN --count N | dev smtp-sink [--listen ADDR] [--dir DIR]", cmdDev},

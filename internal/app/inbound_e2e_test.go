@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,102 +15,9 @@ import (
 	"github.com/postline/postline/internal/store"
 )
 
-// dsn is an RFC 3464 report about recipient, as a receiving MTA sends it.
-func dsn(recipient, action, status, messageID string) string {
-	return strings.ReplaceAll(fmt.Sprintf(`From: Mail Delivery System <MAILER-DAEMON@mx.rcpt.example.net>
-To: bounces
-Subject: Undelivered Mail Returned to Sender
-MIME-Version: 1.0
-Content-Type: multipart/report; report-type=delivery-status; boundary="b1"
-
---b1
-Content-Type: text/plain
-
-The mail system could not deliver your message.
-
---b1
-Content-Type: message/delivery-status
-
-Reporting-MTA: dns; mx.rcpt.example.net
-
-Original-Recipient: rfc822; %[1]s
-Final-Recipient: rfc822; %[1]s
-Action: %[2]s
-Status: %[3]s
-Remote-MTA: dns; mx.rcpt.example.net
-Diagnostic-Code: smtp; %[3]s reported by the test
-
---b1
-Content-Type: text/rfc822-headers
-
-Message-ID: <%[4]s>
-From: orders@shop.example.com
-To: %[1]s
-
---b1--
-`, recipient, action, status, messageID), "\n", "\r\n")
-}
-
-func complaint(recipient, messageID string) string {
-	return strings.ReplaceAll(fmt.Sprintf(`From: feedback@fbl.rcpt.example.net
-To: fbl
-Subject: Abuse report
-MIME-Version: 1.0
-Content-Type: multipart/report; report-type=feedback-report; boundary="b2"
-
---b2
-Content-Type: text/plain
-
-This is an abuse report.
-
---b2
-Content-Type: message/feedback-report
-
-Feedback-Type: abuse
-Version: 1
-Original-Rcpt-To: <%[1]s>
-
---b2
-Content-Type: message/rfc822
-
-Message-ID: <%[2]s>
-From: orders@shop.example.com
-To: %[1]s
-Subject: Your order
-
-Thanks!
---b2--
-`, recipient, messageID), "\n", "\r\n")
-}
-
-// smtpTo delivers body to the inbound listener and returns the error of the
-// first refused step (nil when the message was accepted).
 func smtpTo(t *testing.T, addr string, rcpts []string, body string) error {
 	t.Helper()
-	c, err := smtp.Dial(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Hello("mx.rcpt.example.net"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Mail("", nil); err != nil {
-		return err
-	}
-	for _, r := range rcpts {
-		if err := c.Rcpt(r, nil); err != nil {
-			return err
-		}
-	}
-	w, err := c.Data()
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write([]byte(body)); err != nil {
-		return err
-	}
-	return w.Close()
+	return smtptest.Deliver(addr, rcpts, body)
 }
 
 func smtpCode(err error) int {
@@ -153,13 +59,13 @@ func TestInboundBouncesAndComplaints(t *testing.T) {
 		// Not an open relay, and no made-up bounce addresses.
 		for _, rc := range []string{"someone@shop.example.com", "bounce+1-0123456789abcdef@bounces.shop.example.com",
 			strings.Replace(verp["ann@rcpt.example.net"], "bounce+", "bounce+9", 1)} {
-			if err := smtpTo(t, inbound, []string{rc}, dsn("x@y.example", "failed", "5.1.1", "x@y")); smtpCode(err) != 550 {
+			if err := smtpTo(t, inbound, []string{rc}, smtptest.DSN("x@y.example", "failed", "5.1.1", "x@y")); smtpCode(err) != 550 {
 				t.Errorf("RCPT %s: %v, want 550", rc, err)
 			}
 		}
 
 		// ann: permanent failure → bounced + bounce suppression.
-		if err := smtpTo(t, inbound, []string{verp["ann@rcpt.example.net"]}, dsn("ann@rcpt.example.net", "failed", "5.1.1", msgID["ann@rcpt.example.net"])); err != nil {
+		if err := smtpTo(t, inbound, []string{verp["ann@rcpt.example.net"]}, smtptest.DSN("ann@rcpt.example.net", "failed", "5.1.1", msgID["ann@rcpt.example.net"])); err != nil {
 			t.Fatalf("DSN for ann refused: %v", err)
 		}
 		b := e.entries(t, "ann@rcpt.example.net", event.Bounced)
@@ -168,14 +74,14 @@ func TestInboundBouncesAndComplaints(t *testing.T) {
 			t.Fatalf("bounced entries for ann = %+v", b)
 		}
 		// bob: delayed → temporary_fail, nothing suppressed.
-		if err := smtpTo(t, inbound, []string{verp["bob@rcpt.example.net"]}, dsn("bob@rcpt.example.net", "delayed", "4.4.7", msgID["bob@rcpt.example.net"])); err != nil {
+		if err := smtpTo(t, inbound, []string{verp["bob@rcpt.example.net"]}, smtptest.DSN("bob@rcpt.example.net", "delayed", "4.4.7", msgID["bob@rcpt.example.net"])); err != nil {
 			t.Fatal(err)
 		}
 		if tf := e.entries(t, "bob@rcpt.example.net", event.TemporaryFail); len(tf) != 1 || det(tf[0])("reason") != "delayed" {
 			t.Fatalf("temporary_fail for bob = %+v", tf)
 		}
 		// cat: complaint → unsubscribed + unsubscribe suppression (source complaint).
-		if err := smtpTo(t, inbound, []string{verp["cat@rcpt.example.net"]}, complaint("cat@rcpt.example.net", msgID["cat@rcpt.example.net"])); err != nil {
+		if err := smtpTo(t, inbound, []string{verp["cat@rcpt.example.net"]}, smtptest.Complaint("cat@rcpt.example.net", msgID["cat@rcpt.example.net"])); err != nil {
 			t.Fatal(err)
 		}
 		if un := e.entries(t, "cat@rcpt.example.net", event.Unsubscribed); len(un) != 1 || det(un[0])("source") != "complaint" ||
@@ -218,7 +124,7 @@ func TestInboundBouncesAndComplaints(t *testing.T) {
 // reaches the inbound listener and unsubscribes.
 func TestInboundMailtoUnsubscribe(t *testing.T) {
 	t.Parallel()
-	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.SMTPListen = "127.0.0.1:0" })
+	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.SMTPListen, c.SMTPMaxBytes = "127.0.0.1:0", 4096 })
 	for path, body := range map[string]any{"auth-domain": map[string]string{"host": "bounces.shop.example.com"},
 		"tracking": map[string]bool{"unsubscribe": true}} {
 		if r := e.Do(apitest.Request{Method: "PUT", Path: "/api/domains/shop.example.com/" + path, Auth: e.user.Auth(), Body: body}); r.StatusCode != 200 {
@@ -241,6 +147,14 @@ func TestInboundMailtoUnsubscribe(t *testing.T) {
 	}
 	if un := e.entries(t, "dan@rcpt.example.net", event.Unsubscribed); len(un) != 1 || det(un[0])("source") != "mailto" {
 		t.Fatalf("unsubscribed = %+v", un)
+	}
+	// Over --smtp-max-bytes: refused, nothing recorded.
+	big := "Subject: big\r\n\r\n" + strings.Repeat("0123456789abcdef\r\n", 400)
+	if err := smtpTo(t, e.App.Inbound.Addr(), []string{mailto}, big); smtpCode(err) != 552 {
+		t.Errorf("a 7 KiB message with a 4 KiB limit: %v, want 552", err)
+	}
+	if un := e.entries(t, "dan@rcpt.example.net", event.Unsubscribed); len(un) != 1 {
+		t.Errorf("the refused message was recorded: %d entries", len(un))
 	}
 }
 

@@ -23,6 +23,8 @@ type Config struct {
 	PublicURL   string // base URL for tracking links
 	DNSServer   string // host:port of the resolver; empty = the system's
 	SMTPListen  string // inbound SMTP for bounces; empty = off
+	// SMTPMaxBytes bounds a message to the inbound listener.
+	SMTPMaxBytes int64
 
 	RateValidationPerHour int    // per account, validation endpoints
 	RateDomainPerMinute   int    // per account, domain endpoints
@@ -64,6 +66,7 @@ func Default() Config {
 		RateValidationPerHour: 1000,
 		RateDomainPerMinute:   120,
 		MXPort:                25,
+		SMTPMaxBytes:          10 << 20,
 		RetrySchedule: []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute,
 			time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour},
 		MaxMessageAge:      24 * time.Hour,
@@ -171,6 +174,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxMessageAge <= 0 {
 		bad("max-message-age", "must be positive")
+	}
+	if c.SMTPMaxBytes < 1024 || c.SMTPMaxBytes > 100<<20 {
+		bad("smtp-max-bytes", "must be between 1024 and 104857600, got %d", c.SMTPMaxBytes)
 	}
 	if c.DeliveryWorkers < 1 || c.DeliveryWorkers > 1000 {
 		bad("delivery-workers", "must be 1..1000, got %d", c.DeliveryWorkers)

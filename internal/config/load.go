@@ -32,6 +32,7 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "base URL used in tracking links (default http://ADDR)")
 	fs.StringVar(&cfg.DNSServer, "dns-server", "", "host:port of the resolver for DNS checks (default the system's)")
 	fs.StringVar(&cfg.SMTPListen, "smtp-listen", "", "inbound SMTP listen address for bounces (off when empty)")
+	fs.Int64Var(&cfg.SMTPMaxBytes, "smtp-max-bytes", cfg.SMTPMaxBytes, "largest message the inbound SMTP listener accepts, in bytes")
 	fs.IntVar(&cfg.RateValidationPerHour, "rate-validation-per-hour", cfg.RateValidationPerHour, "validation requests per account per hour")
 	fs.IntVar(&cfg.RateDomainPerMinute, "rate-domain-per-minute", cfg.RateDomainPerMinute, "domain endpoint requests per account per minute")
 	fs.StringVar(&cfg.RateStore, "rate-store", "", "rate-limit counters: memory, database or redis (default memory on SQLite, database on PostgreSQL)")

@@ -1,0 +1,31 @@
+package tracking
+
+import (
+	"slices"
+	"testing"
+)
+
+// FuzzDecode: no input panics, and only Encode's own output decodes.
+func FuzzDecode(f *testing.F) {
+	f.Add(testSigner.Encode(Token{Click, 42, 3}))
+	f.Add("1.0.AAAAAAAAAAAAAAAAAAAAAA")
+	f.Fuzz(func(t *testing.T, text string) {
+		if tok, ok := testSigner.Decode(Click, text); ok && testSigner.Encode(tok) != text {
+			t.Fatalf("%q decoded to %+v, which encodes differently", text, tok)
+		}
+	})
+}
+
+// FuzzRewrite: rewriting every link to itself finds the same links again,
+// so click indices computed at build time and at click time agree.
+func FuzzRewrite(f *testing.F) {
+	f.Add(`<a href="https://a.example/?x=1&amp;y=2">a</a><a href="mailto:x@y">m</a>`)
+	f.Add(`<html><body><a HREF=http://b.example/ class=c>b</a><script>"<a href='https://no.example'>"</script>`)
+	f.Fuzz(func(t *testing.T, body string) {
+		links := Links(body)
+		out := Rewrite(body, func(_ int, href string) string { return href })
+		if again := Links(out); !slices.Equal(links, again) {
+			t.Fatalf("links %q, after an identity rewrite %q\nbody %q\nout  %q", links, again, body, out)
+		}
+	})
+}
