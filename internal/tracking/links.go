@@ -65,15 +65,28 @@ func walk(body string, link func(attrs []xhtml.Attribute, href string) string) s
 		}
 		raw := z.Raw()
 		if tt == xhtml.StartTagToken && n < MaxLinks {
-			if tok := z.Token(); tok.Data == "a" {
-				if href, ok := trackable(tok.Attr); ok {
+			// Only <a> tags are decoded into attributes; the rest is copied.
+			if name, hasAttr := z.TagName(); hasAttr && len(name) == 1 && name[0] == 'a' {
+				attrs := tagAttrs(z)
+				if href, ok := trackable(attrs); ok {
 					n++
-					out.WriteString(link(tok.Attr, href))
+					out.WriteString(link(attrs, href))
 					continue
 				}
 			}
 		}
 		out.Write(raw)
+	}
+}
+
+func tagAttrs(z *xhtml.Tokenizer) []xhtml.Attribute {
+	var attrs []xhtml.Attribute
+	for {
+		k, v, more := z.TagAttr()
+		attrs = append(attrs, xhtml.Attribute{Key: string(k), Val: string(v)})
+		if !more {
+			return attrs
+		}
 	}
 }
 

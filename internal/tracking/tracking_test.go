@@ -58,7 +58,7 @@ func TestRewriteLinks(t *testing.T) {
 <a href="mailto:help@example.com">mail</a> <a href="#top">top</a> <a href="/relative">rel</a>
 <A HREF="HTTP://Example.ORG/B">upper</A>
 <a href="https://skip.example/" data-postline-notrack>skip</a>
-<a name="anchor">no href</a><img src="https://img.example/i.png">
+<a name="anchor">no href</a><IMG SRC="https://img.example/i.png"><DIV Class=X>kept as written</DIV>
 <a href=" https://spaces.example/ ">spaces</a>
 </body></html>`
 	want := []string{"https://shop.example/a?x=1&y=2", "HTTP://Example.ORG/B", "https://spaces.example/"}
@@ -77,7 +77,7 @@ func TestRewriteLinks(t *testing.T) {
 		`<a href="https://t.example/c/1?a=&lt;b&gt;&amp;c">upper</A>`,
 		`<a href="mailto:help@example.com">mail</a> <a href="#top">top</a> <a href="/relative">rel</a>`,
 		`<a href="https://skip.example/" data-postline-notrack>skip</a>`,
-		`<p class=x>Hi &amp; welcome</p>`, `<img src="https://img.example/i.png">`,
+		`<p class=x>Hi &amp; welcome</p>`, `<IMG SRC="https://img.example/i.png"><DIV Class=X>kept as written</DIV>`,
 	} {
 		if !strings.Contains(out, s) {
 			t.Errorf("rewritten body lacks %s:\n%s", s, out)
