@@ -63,13 +63,20 @@ func TestSendWithAuthenticationDomain(t *testing.T) {
 
 func dkimDomain(t *testing.T, e *sendEnv, data []byte) string {
 	t.Helper()
+	return dkimVerify(t, e, data).Domain
+}
+
+// dkimVerify checks the message's one DKIM signature against the local DNS
+// server and returns it.
+func dkimVerify(t *testing.T, e *sendEnv, data []byte) *dkim.Verification {
+	t.Helper()
 	v, err := dkim.VerifyWithOptions(bytes.NewReader(data), &dkim.VerifyOptions{LookupTXT: func(name string) ([]string, error) {
 		return e.App.Resolver.LookupTXT(context.Background(), name)
 	}})
 	if err != nil || len(v) != 1 || v[0].Err != nil {
 		t.Fatalf("DKIM verification: %+v, %v", v, err)
 	}
-	return v[0].Domain
+	return v[0]
 }
 
 func TestVERPRoundTrip(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/emersion/go-message/mail"
-	"github.com/emersion/go-msgauth/dkim"
 
 	"github.com/postline/postline/internal/apitest"
 	"github.com/postline/postline/internal/event"
@@ -139,11 +138,8 @@ func TestTrackingOpensClicksUnsubscribe(t *testing.T) {
 			!strings.Contains(m.text, "Leave: "+unsub) || !strings.Contains(m.html, `href="`+unsub+`"`) {
 			t.Fatalf("unsubscribe: header %q / %q, text %q", m.listUnsub, m.listUnsubPost, m.text)
 		}
-		v, err := dkim.VerifyWithOptions(bytes.NewReader(m.raw), &dkim.VerifyOptions{LookupTXT: func(name string) ([]string, error) {
-			return e.App.Resolver.LookupTXT(context.Background(), name)
-		}})
-		if err != nil || len(v) != 1 || v[0].Err != nil || !strings.Contains(strings.ToLower(strings.Join(v[0].HeaderKeys, ":")), "list-unsubscribe-post") {
-			t.Fatalf("DKIM: %+v %v; want a valid signature covering List-Unsubscribe(-Post)", v, err)
+		if v := dkimVerify(t, e, m.raw); !strings.Contains(strings.ToLower(strings.Join(v.HeaderKeys, ":")), "list-unsubscribe:list-unsubscribe-post") {
+			t.Fatalf("DKIM signs %v; want List-Unsubscribe and List-Unsubscribe-Post covered", v.HeaderKeys)
 		}
 
 		// Opens: the pixel answers a GIF that is never cached; the first open
