@@ -110,9 +110,11 @@ func (e Events) Bounds(ctx context.Context, f event.Filter) (lo, hi int64, err e
 		// and one still running is in pg_locks. Unrelated advisory locks
 		// of the bigint form may only hold followers back while held.
 		var bound sql.NullInt64
-		err = e.reader().QueryRowContext(ctx, `SELECT min((l.classid::bigint << 32) | l.objid::bigint) FROM pg_locks l
+		key := `((l.classid::bigint << 32) | l.objid::bigint)`
+		err = e.reader().QueryRowContext(ctx, `SELECT min(`+key+` & ((1::bigint << `+strconv.Itoa(lockIDBits)+`) - 1)) FROM pg_locks l
 			WHERE l.locktype = 'advisory' AND l.objsubid = 1
-			AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&bound)
+			AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			AND `+key+` >> `+strconv.Itoa(lockIDBits)+` = $1`, e.db.ns).Scan(&bound)
 		if err != nil {
 			return 0, 0, notFound(err, "event id bound")
 		}

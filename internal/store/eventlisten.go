@@ -70,7 +70,7 @@ func (l *EventListener) connect(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: event listener: %w", err)
 	}
-	if _, err := conn.Exec(ctx, `LISTEN `+eventsNotifyChannel); err != nil {
+	if _, err := conn.Exec(ctx, `LISTEN `+l.db.eventsChannel()); err != nil {
 		conn.Close(context.Background())
 		return nil, fmt.Errorf("store: event listener: %w", err)
 	}

@@ -29,9 +29,15 @@ func NewEvents(db *DB) Events { return Events{db: db} }
 // must be published after that transaction commits (event.Service.RecordTx).
 func (e Events) In(q Querier) Events { e.q = q; return e }
 
-// eventsNotifyChannel is the PostgreSQL channel that carries the domain id
-// of every committed insert, so that followers in every process wake.
-const eventsNotifyChannel = "postline_events"
+// eventsChannel is the PostgreSQL channel that carries the domain id of
+// every committed insert, so that followers in every process wake; one per
+// schema, as channels are database-wide.
+func (db *DB) eventsChannel() string { return "postline_events_" + strconv.FormatInt(db.ns, 10) }
+
+// lockIDBits is how many low bits of an event-ordering lock key hold the id
+// bound; the bits above hold the schema's ns (DB.ns), so a bound announced
+// in one schema never holds back followers in another.
+const lockIDBits = 47
 
 const hourMS = int64(time.Hour / time.Millisecond)
 
@@ -57,7 +63,7 @@ func (e Events) reader() Querier {
 // at a time, so ids become visible in order. On PostgreSQL, before taking
 // any id, Insert announces a bound below all of its ids by holding a
 // shared, transaction-scoped advisory lock keyed by the sequence's last
-// value. Bounds never reports an id above the lowest announced bound, so a
+// value (in the low lockIDBits bits; the schema's ns above them). Bounds never reports an id above the lowest announced bound, so a
 // follower stops short of any id that may still commit and continues once
 // the transaction ends (its NOTIFY, queued in the same transaction, wakes
 // everyone). Writers never wait for each other: a shared lock does not
@@ -74,7 +80,8 @@ func (e Events) Insert(ctx context.Context, entries []event.Entry) error {
 	}
 	if e.db.Dialect == Postgres {
 		// last_value - 1: with is_called false the next id is last_value.
-		if _, err := e.q.ExecContext(ctx, `SELECT pg_advisory_xact_lock_shared(last_value - 1) FROM events_id_seq`); err != nil {
+		if _, err := e.q.ExecContext(ctx, `SELECT pg_advisory_xact_lock_shared(($1::bigint << `+strconv.Itoa(lockIDBits)+`) | (last_value - 1))
+			FROM events_id_seq`, e.db.ns); err != nil {
 			return notFound(err, "event id bound")
 		}
 		for i := 0; i < len(entries); i += insertChunk {
@@ -95,7 +102,7 @@ func (e Events) Insert(ctx context.Context, entries []event.Entry) error {
 				continue
 			}
 			notified = append(notified, en.DomainID)
-			if _, err := e.q.ExecContext(ctx, `SELECT pg_notify($1, $2)`, eventsNotifyChannel, strconv.FormatInt(en.DomainID, 10)); err != nil {
+			if _, err := e.q.ExecContext(ctx, `SELECT pg_notify($1, $2)`, e.db.eventsChannel(), strconv.FormatInt(en.DomainID, 10)); err != nil {
 				return notFound(err, "event notify")
 			}
 		}

@@ -45,6 +45,10 @@ type DB struct {
 	URL     string
 	w       *sql.DB
 	r       *sql.DB
+	// ns tells this schema's event-ordering locks and notifications from
+	// those of other schemas in the same PostgreSQL database (advisory locks
+	// and NOTIFY channels are database-wide): the schema's oid mod 2^16.
+	ns int64
 }
 
 // Open opens the database named by url ("sqlite:PATH" or "postgres://...").
@@ -65,7 +69,13 @@ func Open(ctx context.Context, url string) (*DB, error) {
 			db.Close()
 			return nil, fmt.Errorf("store: connect to PostgreSQL: %w", err)
 		}
-		return &DB{Dialect: Postgres, URL: url, w: db, r: db}, nil
+		var ns int64
+		if err := db.QueryRowContext(ctx, `SELECT COALESCE((SELECT oid::bigint FROM pg_namespace
+			WHERE nspname = current_schema()), 0) % 65536`).Scan(&ns); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("store: PostgreSQL schema: %w", err)
+		}
+		return &DB{Dialect: Postgres, URL: url, w: db, r: db, ns: ns}, nil
 	default:
 		return nil, fmt.Errorf("store: unsupported database URL (want sqlite:PATH or postgres://...)")
 	}

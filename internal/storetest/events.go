@@ -24,6 +24,7 @@ func RunEvents(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("Prune", func(t *testing.T) { t.Parallel(); testEventPrune(t, open(t)) })
 	t.Run("Transaction", func(t *testing.T) { t.Parallel(); testEventTx(t, open(t)) })
 	t.Run("Horizon", func(t *testing.T) { t.Parallel(); testEventHorizon(t, open(t)) })
+	t.Run("HorizonPerDatabase", func(t *testing.T) { t.Parallel(); testEventHorizonPerDatabase(t, open(t), open(t)) })
 	t.Run("ConcurrentCounts", func(t *testing.T) { t.Parallel(); testEventConcurrentCounts(t, open(t)) })
 }
 
@@ -398,6 +399,36 @@ func testEventHorizon(t *testing.T, db *store.DB) {
 		if _, hi, err := st.Bounds(ctx, event.Filter{DomainID: d.ID}); err != nil || hi != all[0].ID || hi <= first {
 			t.Fatalf("round %d: after both committed Bounds hi = %d, %v; want the newest id %d", round, hi, err, all[0].ID)
 		}
+	}
+}
+
+// testEventHorizonPerDatabase: an insert still running in one database (on
+// PostgreSQL, another schema of the same server database, as the tests and
+// deployments sharing a server use) does not hold back another's horizon.
+func testEventHorizonPerDatabase(t *testing.T, a, b *store.DB) {
+	ctx := context.Background()
+	_, da := NewDomainRow(t, a, "alice", "alice.example")
+	_, db := NewDomainRow(t, b, "bob", "bob.example")
+	holding, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- a.InTx(ctx, func(q store.Querier) error {
+			err := store.NewEvents(a).In(q).Insert(ctx, []event.Entry{{DomainID: da.ID, Type: event.Queued, CreatedAt: now, Details: []byte(`{}`)}})
+			close(holding)
+			<-release
+			return err
+		})
+	}()
+	<-holding
+	defer func() { close(release); <-done }()
+	st := store.NewEvents(b)
+	for range 3 {
+		if err := st.Insert(ctx, []event.Entry{{DomainID: db.ID, Type: event.Queued, CreatedAt: now, Details: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, _ := st.List(ctx, event.Filter{DomainID: db.ID, Limit: 10})
+	if _, hi, err := st.Bounds(ctx, event.Filter{DomainID: db.ID}); err != nil || len(all) != 3 || hi != all[0].ID {
+		t.Fatalf("Bounds hi = %d, %v while another database has an insert running; want the newest id %d", hi, err, all[0].ID)
 	}
 }
 
