@@ -117,6 +117,14 @@ func TestInboundBouncesAndComplaints(t *testing.T) {
 		if err != nil || got[4].To[0] != "ann@rcpt.example.net" {
 			t.Fatalf("after whitelisting, ann got nothing: %v", err)
 		}
+		metrics := string(e.Do(apitest.Request{Method: "GET", Path: "/metrics"}).Body)
+		for _, want := range []string{`postline_inbound_messages_total{outcome="rcpt_refused"} 3`,
+			`postline_inbound_messages_total{outcome="permanent"} 1`, `postline_inbound_messages_total{outcome="temporary"} 1`,
+			`postline_inbound_messages_total{outcome="complaint"} 1`} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("metrics lack %s", want)
+			}
+		}
 	})
 }
 

@@ -24,8 +24,8 @@ func (a *App) openTracking(secretKey []byte) error {
 	a.Tracking = tracking.NewService(st, a.Events, a.TrackingSigner, nil)
 	if a.Config.SMTPListen != "" {
 		a.Inbound = inbound.New(inbound.Config{Domain: a.Config.HeloName, VERPKey: verpKey(secretKey),
-			MaxMessageBytes: a.Config.SMTPMaxBytes,
-			Signer:          a.TrackingSigner, Logger: a.Logger}, st, a.Tracking, a.Events)
+			MaxMessageBytes: a.Config.SMTPMaxBytes, Registerer: a.Registry,
+			Signer: a.TrackingSigner, Logger: a.Logger}, st, a.Tracking, a.Events)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/tracking"
@@ -27,6 +28,8 @@ type Config struct {
 	Signer tracking.Signer
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Registerer receives the listener's counters; nil keeps them private.
+	Registerer prometheus.Registerer
 }
 
 // Server is a running inbound SMTP listener.
@@ -35,6 +38,7 @@ type Server struct {
 	store    tracking.Store
 	tracking *tracking.Service
 	events   *event.Service
+	messages *prometheus.CounterVec
 	srv      *smtp.Server
 	ln       net.Listener
 	done     chan struct{}
@@ -58,7 +62,13 @@ func New(cfg Config, st tracking.Store, trk *tracking.Service, events *event.Ser
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, store: st, tracking: trk, events: events, done: make(chan struct{})}
+	s := &Server{cfg: cfg, store: st, tracking: trk, events: events, done: make(chan struct{}),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "postline_inbound_messages_total",
+			Help: "Inbound SMTP outcomes: recipients refused, messages refused for size, and reports by kind recorded."},
+			[]string{"outcome"})}
+	if cfg.Registerer != nil {
+		cfg.Registerer.Register(s.messages) //nolint:errcheck // registered once per process
+	}
 	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
 		return &session{s: s, remote: remoteIP(c)}, nil
 	}))

@@ -59,12 +59,14 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	} else if tok, ok := tracking.MailtoToken(ss.s.cfg.Signer, local); ok {
 		id, unsub = tok.DeliveryID, true
 	} else {
+		ss.s.count("rcpt_refused")
 		return errNoSuchUser
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	t, err := ss.s.store.Target(ctx, id)
 	if apperr.CodeOf(err) == apperr.NotFound {
+		ss.s.count("rcpt_refused")
 		return errNoSuchUser // a real address for a delivery since removed
 	}
 	if err != nil {
@@ -81,6 +83,7 @@ func (ss *session) Data(r io.Reader) error {
 	}
 	reports, err := bounce.Parse(r, ss.s.cfg.MaxMessageBytes)
 	if errors.Is(err, bounce.ErrTooLarge) || errors.Is(err, smtp.ErrDataTooLarge) {
+		ss.s.count("too_large")
 		return smtp.ErrDataTooLarge
 	}
 	if err != nil {
@@ -101,9 +104,11 @@ func (ss *session) Data(r io.Reader) error {
 func (ss *session) apply(ctx context.Context, rc rcpt, reports []bounce.Report) error {
 	t := rc.target
 	if rc.unsubscribe {
+		ss.s.count("mailto_unsubscribe")
 		return ss.s.tracking.UnsubscribeTarget(ctx, t, "mailto", map[string]any{"ip": ss.remote, "from": ss.from})
 	}
 	rep, ok := pick(t, reports)
+	ss.s.count(string(rep.Kind))
 	if !ok {
 		ss.s.cfg.Logger.Info("inbound: message to a bounce address is not a report; ignored",
 			"delivery", t.DeliveryID, "from", ss.from)
@@ -160,4 +165,11 @@ func pick(t tracking.Target, reports []bounce.Report) (bounce.Report, bool) {
 		}
 	}
 	return bounce.Report{}, false
+}
+
+func (s *Server) count(outcome string) {
+	if outcome == "" {
+		outcome = "not_a_report"
+	}
+	s.messages.WithLabelValues(outcome).Inc()
 }
