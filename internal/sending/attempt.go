@@ -13,11 +13,15 @@ import (
 	"github.com/postline/postline/internal/suppression"
 )
 
-// attempt makes one delivery attempt and records its outcome.
-func (w *Worker) attempt(ctx context.Context, d Delivery) {
+// attempt makes one delivery attempt and records its outcome. pre holds
+// what prefetch learned for the whole claim.
+func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 	stop := w.keepLease(ctx, d.ID)
 	defer stop()
-	dom, err := w.domains.ByID(ctx, d.DomainID)
+	dom, err := pre.dom, error(nil)
+	if !pre.loaded {
+		dom, err = w.domains.ByID(ctx, d.DomainID)
+	}
 	if apperr.CodeOf(err) == apperr.NotFound {
 		w.finish(ctx, d, Outcome{State: StateFailed, Message: "domain removed"}, []event.Entry{
 			deliveryEntry(d, event.Failed, w.cfg.Now(), map[string]any{"reason": "domain_removed", "attempt": d.Attempts})}, nil)
@@ -27,7 +31,11 @@ func (w *Worker) attempt(ctx context.Context, d Delivery) {
 		w.retryLater(ctx, d, fmt.Errorf("loading domain: %w", err))
 		return
 	}
-	if v, err := w.supp.Check(ctx, d.DomainID, d.Recipient); err != nil {
+	v, err := pre.verdict, error(nil)
+	if !pre.checked {
+		v, err = w.supp.Check(ctx, d.DomainID, d.Recipient)
+	}
+	if err != nil {
 		w.retryLater(ctx, d, fmt.Errorf("suppression check: %w", err))
 		return
 	} else if v.Suppressed {
@@ -118,7 +126,7 @@ func (w *Worker) retryLater(ctx context.Context, d Delivery, cause error) {
 }
 
 func (w *Worker) finish(ctx context.Context, d Delivery, o Outcome, entries []event.Entry, bounce *suppression.Entry) {
-	held, err := w.store.Complete(ctx, d.ID, w.owner, o, entries, bounce)
+	held, err := w.complete(ctx, Completion{ID: d.ID, Outcome: o, Entries: entries, Bounce: bounce})
 	if err != nil {
 		w.cfg.Logger.Error("recording delivery outcome failed; the lease will expire and the attempt repeat",
 			"delivery", d.ID, "error", err)

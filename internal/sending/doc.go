@@ -12,6 +12,11 @@
 // attachments), one delivery row per recipient (state pending, its own
 // Message-ID) and their `queued` entries; only after it commits does the
 // API answer 202. An accepted message therefore survives a crash.
+// Requests that reach the database while another request's transaction is
+// committing are committed together in one transaction (group commit):
+// each still answers only after its own rows committed, a lone request
+// commits at once, and when a group's transaction fails each request is
+// retried on its own.
 //
 // # Delivery states
 //
@@ -30,6 +35,19 @@
 // same owner, so a worker that lost its lease cannot overwrite the next
 // attempt. A delivery may be sent twice only when a process dies after
 // the receiving server accepted it and before the outcome was committed.
+//
+// Outcomes of attempts that finish at the same time are written in one
+// transaction (group commit), each with its entries and bounce
+// suppression; an outcome whose lease was lost writes nothing while the
+// others in its group are written. An attempt keeps its slot and its
+// lease until its own outcome committed, so at most Concurrency
+// deliveries per process are ever sent and not yet recorded, as before.
+// A group that fails is retried outcome by outcome.
+//
+// Per claim, the worker reads each claimed domain's settings once, checks
+// suppressions for all claimed recipients (one query per domain) and loads
+// the claimed sends, just before the attempts start: a change of settings
+// or a new suppression applies to every delivery claimed after it.
 //
 // # Events
 //

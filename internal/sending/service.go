@@ -27,6 +27,8 @@ type Service struct {
 	supp   *suppression.Service
 	cfg    Config
 	wake   func() // nudges the local workers after an enqueue
+
+	enqueues *batcher[EnqueueJob] // group commit of accepted requests
 }
 
 // NewService returns a Service. wake may be nil.
@@ -38,7 +40,8 @@ func NewService(st Store, events *event.Service, supp *suppression.Service, cfg 
 		wake = func() {}
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
-	return &Service{store: st, events: events, supp: supp, cfg: cfg, wake: wake}
+	return &Service{store: st, events: events, supp: supp, cfg: cfg, wake: wake,
+		enqueues: &batcher[EnqueueJob]{max: enqueueBatch, commit: st.EnqueueMany}}
 }
 
 // Limits returns the request limits in force.
@@ -98,14 +101,14 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 			NextAttemptAt: now, CreatedAt: now, Sender: snd.From, Subject: snd.Subject, Tags: snd.Tags})
 	}
 	if len(ds) > 0 {
-		err := s.store.Enqueue(ctx, snd, r.Attachments, ds, func(ds []Delivery) []event.Entry {
+		err := s.enqueue(ctx, EnqueueJob{Send: snd, Attachments: r.Attachments, Deliveries: ds, Entries: func(ds []Delivery) []event.Entry {
 			out := make([]event.Entry, len(ds))
 			for i, dl := range ds {
 				out[i] = entry(d.ID, dl.MessageID, event.Queued, snd, dl.Recipient, now, map[string]any{
 					"attachments": len(r.Attachments)})
 			}
 			return out
-		})
+		}})
 		if err != nil {
 			return Accepted{}, err
 		}

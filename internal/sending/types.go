@@ -66,6 +66,28 @@ type Outcome struct {
 	Message       string
 }
 
+// EnqueueJob is one Enqueue call's arguments, for EnqueueMany.
+type EnqueueJob struct {
+	Send        *Send // ID filled in
+	Attachments []Attachment
+	Deliveries  []Delivery // IDs filled in
+	Entries     func([]Delivery) []event.Entry
+}
+
+// Completion is one Complete call's arguments, for CompleteMany.
+type Completion struct {
+	ID      int64
+	Outcome Outcome
+	Entries []event.Entry
+	Bounce  *suppression.Entry // nil: no bounce suppression
+}
+
+// StoredSend is a send with its attachments, as LoadSends returns it.
+type StoredSend struct {
+	Send        Send
+	Attachments []Attachment
+}
+
 // Store is the storage the service needs. Every method that records
 // entries does so in the same transaction as its state change.
 type Store interface {
@@ -75,9 +97,17 @@ type Store interface {
 	// Claim leases up to limit due deliveries to owner until leaseUntil,
 	// increments their attempts and records entries(claimed).
 	Claim(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, entries func([]Delivery) []event.Entry) ([]Delivery, error)
+	// EnqueueMany does what Enqueue does for each job, all in one
+	// transaction: every job commits or none does.
+	EnqueueMany(ctx context.Context, jobs []EnqueueJob) error
 	// Complete writes an outcome (and entries, and a bounce suppression
 	// when bounce is not nil) if owner still holds the lease.
 	Complete(ctx context.Context, id int64, owner string, o Outcome, entries []event.Entry, bounce *suppression.Entry) (bool, error)
+	// CompleteMany does what Complete does for each completion, all in one
+	// transaction: held[i] reports whether owner still held cs[i]'s lease;
+	// a completion whose lease was lost writes nothing (no state, entries
+	// or bounce) while the others in the batch are written.
+	CompleteMany(ctx context.Context, owner string, cs []Completion) (held []bool, err error)
 	// Release returns a leased delivery to deferred, due at next, and
 	// takes back the attempt it counted (the attempt never happened).
 	Release(ctx context.Context, id int64, owner string, next time.Time) error
@@ -87,6 +117,9 @@ type Store interface {
 	Rescue(ctx context.Context, now time.Time) (int, error)
 	// LoadSend returns a send and its attachments.
 	LoadSend(ctx context.Context, id int64) (Send, []Attachment, error)
+	// LoadSends returns the sends with these ids that exist, with their
+	// attachments, keyed by id.
+	LoadSends(ctx context.Context, ids []int64) (map[int64]StoredSend, error)
 	// SaveProcessed replaces a send's attachments with processed ones,
 	// once: it reports false when another worker did it first.
 	SaveProcessed(ctx context.Context, sendID int64, atts []Attachment) (bool, error)

@@ -51,6 +51,7 @@ type Worker struct {
 	wakeCh    chan struct{}
 	sends     *sendCache
 	signers   signerCache
+	completes *batcher[*completion] // group commit of outcomes (batch_complete.go)
 
 	stop     context.CancelFunc
 	attempts context.CancelFunc
@@ -81,8 +82,10 @@ func NewWorker(cfg WorkerConfig, st Store, events *event.Service, domains *domai
 	host, _ := os.Hostname()
 	b := make([]byte, 4)
 	rand.Read(b)
-	return &Worker{cfg: cfg, store: st, events: events, domains: domains, supp: supp, transport: t, limiter: limiter,
+	w := &Worker{cfg: cfg, store: st, events: events, domains: domains, supp: supp, transport: t, limiter: limiter,
 		owner: host + "/" + hex.EncodeToString(b), wakeCh: make(chan struct{}, 1), sends: newSendCache(st)}
+	w.completes = w.newCompleter()
+	return w
 }
 
 // Wake makes the worker look for due deliveries now (after an enqueue).
@@ -161,7 +164,8 @@ func (w *Worker) runOnce(ctx, attemptCtx context.Context, free int, slots, finis
 	if err != nil {
 		return 0, err
 	}
-	for _, d := range ds {
+	pre := w.prefetch(attemptCtx, ds)
+	for i, d := range ds {
 		slots <- struct{}{}
 		w.events.Wake(d.DomainID)
 		w.wg.Add(1)
@@ -174,7 +178,7 @@ func (w *Worker) runOnce(ctx, attemptCtx context.Context, free int, slots, finis
 				}
 				w.wg.Done()
 			}()
-			w.attempt(attemptCtx, d)
+			w.attempt(attemptCtx, d, pre[i])
 		}()
 	}
 	return len(ds), nil

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,44 +14,20 @@ import (
 )
 
 // Sending implements sending.Store: the queue is the deliveries table.
-type Sending struct{ db *DB }
+type Sending struct {
+	db    *DB
+	stmts *stmtCache // nil: statements are prepared per use
+}
 
 var _ sending.Store = Sending{}
 
 // NewSending returns the sending store.
-func NewSending(db *DB) Sending { return Sending{db: db} }
+func NewSending(db *DB) Sending { return Sending{db: db, stmts: newStmtCache(db)} }
 
 // Enqueue implements sending.Store.
 func (s Sending) Enqueue(ctx context.Context, snd *sending.Send, atts []sending.Attachment, ds []sending.Delivery,
 	entries func([]sending.Delivery) []event.Entry) error {
-	headers, err := json.Marshal(snd.Headers)
-	if err != nil {
-		return err
-	}
-	return s.db.InTx(ctx, func(q Querier) error {
-		err := q.QueryRowContext(ctx, `INSERT INTO sends (domain_id, account_id, from_addr, from_name, reply_to, subject,
-			text_body, html_body, headers, options, tags, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
-			snd.DomainID, snd.AccountID, snd.From, snd.FromName, snd.ReplyTo, snd.Subject, snd.Text, snd.HTML,
-			string(headers), snd.Options, snd.Tags, ms(snd.CreatedAt)).Scan(&snd.ID)
-		if err != nil {
-			return notFound(err, "send")
-		}
-		if err := insertAttachments(ctx, q, snd.ID, atts); err != nil {
-			return err
-		}
-		for i := range ds {
-			d := &ds[i]
-			d.SendID = snd.ID
-			err := q.QueryRowContext(ctx, `INSERT INTO deliveries (send_id, domain_id, message_id, recipient, state,
-				next_attempt_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id`,
-				d.SendID, d.DomainID, d.MessageID, d.Recipient, sending.StatePending, ms(d.NextAttemptAt), ms(d.CreatedAt)).Scan(&d.ID)
-			if err != nil {
-				return notFound(err, "delivery")
-			}
-		}
-		return NewEvents(s.db).In(q).Insert(ctx, entries(ds))
-	})
+	return s.EnqueueMany(ctx, []sending.EnqueueJob{{Send: snd, Attachments: atts, Deliveries: ds, Entries: entries}})
 }
 
 func insertAttachments(ctx context.Context, q Querier, sendID int64, atts []sending.Attachment) error {
@@ -68,22 +43,25 @@ func insertAttachments(ctx context.Context, q Querier, sendID int64, atts []send
 const claimedCols = `d.id, d.send_id, d.domain_id, d.message_id, d.recipient, d.state, d.attempts, d.next_attempt_at,
 	d.created_at, s.from_addr, s.subject, s.tags`
 
+const claimDue = `UPDATE deliveries SET state = 'sending', lease_owner = $1, lease_until = $2,
+			attempts = attempts + 1, updated_at = $3
+			WHERE id IN (SELECT id FROM deliveries WHERE state IN ('pending', 'deferred') AND next_attempt_at <= $3
+				ORDER BY next_attempt_at LIMIT $4) RETURNING id`
+
 // Claim implements sending.Store. On PostgreSQL, FOR UPDATE SKIP LOCKED
 // lets concurrent claimers in several processes take disjoint rows without
 // waiting; on SQLite the transaction runs on the single writer connection
 // with BEGIN IMMEDIATE, which serialises claimers.
 func (s Sending) Claim(ctx context.Context, owner string, now, leaseUntil time.Time, limit int,
 	entries func([]sending.Delivery) []event.Entry) ([]sending.Delivery, error) {
-	lock := ""
+	query := claimDue
 	if s.db.Dialect == Postgres {
-		lock = " FOR UPDATE SKIP LOCKED"
+		query = strings.Replace(claimDue, "LIMIT $4)", "LIMIT $4 FOR UPDATE SKIP LOCKED)", 1)
 	}
 	var out []sending.Delivery
+	s.stmts.warm(ctx)
 	err := s.db.InTx(ctx, func(q Querier) error {
-		rows, err := q.QueryContext(ctx, `UPDATE deliveries SET state = 'sending', lease_owner = $1, lease_until = $2,
-			attempts = attempts + 1, updated_at = $3
-			WHERE id IN (SELECT id FROM deliveries WHERE state IN ('pending', 'deferred') AND next_attempt_at <= $3
-				ORDER BY next_attempt_at LIMIT $4`+lock+`) RETURNING id`, owner, ms(leaseUntil), ms(now), limit)
+		rows, err := s.stmts.query(ctx, q, query, owner, ms(leaseUntil), ms(now), limit)
 		if err != nil {
 			return notFound(err, "deliveries")
 		}
@@ -91,7 +69,7 @@ func (s Sending) Claim(ctx context.Context, owner string, now, leaseUntil time.T
 		if err != nil || len(ids) == 0 {
 			return err
 		}
-		if out, err = loadDeliveries(ctx, q, ids); err != nil {
+		if out, err = s.loadDeliveries(ctx, q, ids); err != nil {
 			return err
 		}
 		return NewEvents(s.db).In(q).Insert(ctx, entries(out))
@@ -112,14 +90,22 @@ func scanIDs(rows *sql.Rows) ([]int64, error) {
 	return ids, rows.Err()
 }
 
-func loadDeliveries(ctx context.Context, q Querier, ids []int64) ([]sending.Delivery, error) {
-	ph := make([]string, len(ids))
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		ph[i], args[i] = "$"+strconv.Itoa(i+1), id
+// loadClaimedSQLite takes the ids as one JSON array, so that its text is
+// the same for any count and stays prepared.
+const loadClaimedSQLite = `SELECT ` + claimedCols + ` FROM deliveries d JOIN sends s ON s.id = d.send_id
+		WHERE d.id IN (SELECT value FROM json_each($1)) ORDER BY d.id`
+
+func (s Sending) loadDeliveries(ctx context.Context, q Querier, ids []int64) ([]sending.Delivery, error) {
+	var rows *sql.Rows
+	var err error
+	if s.db.Dialect == SQLite {
+		list, _ := json.Marshal(ids)
+		rows, err = s.stmts.query(ctx, q, loadClaimedSQLite, string(list))
+	} else {
+		in, args := inList(ids)
+		rows, err = q.QueryContext(ctx, `SELECT `+claimedCols+` FROM deliveries d JOIN sends s ON s.id = d.send_id
+		WHERE d.id IN (`+in+`) ORDER BY d.id`, args...)
 	}
-	rows, err := q.QueryContext(ctx, `SELECT `+claimedCols+` FROM deliveries d JOIN sends s ON s.id = d.send_id
-		WHERE d.id IN (`+strings.Join(ph, ",")+`) ORDER BY d.id`, args...)
 	if err != nil {
 		return nil, notFound(err, "deliveries")
 	}
@@ -141,46 +127,28 @@ func loadDeliveries(ctx context.Context, q Querier, ids []int64) ([]sending.Deli
 // Complete implements sending.Store.
 func (s Sending) Complete(ctx context.Context, id int64, owner string, o sending.Outcome, entries []event.Entry,
 	bounce *suppression.Entry) (bool, error) {
-	held := false
-	err := s.db.InTx(ctx, func(q Querier) error {
-		var next any
-		if !o.NextAttemptAt.IsZero() {
-			next = ms(o.NextAttemptAt)
-		}
-		res, err := q.ExecContext(ctx, `UPDATE deliveries SET state = $3, next_attempt_at = COALESCE($4, next_attempt_at),
-			last_code = $5, last_message = $6, lease_owner = NULL, lease_until = NULL, updated_at = $7
-			WHERE id = $1 AND lease_owner = $2 AND state = 'sending'`,
-			id, owner, o.State, next, o.Code, o.Message, ms(time.Now()))
-		if err != nil {
-			return notFound(err, "delivery")
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return nil // the lease was lost: someone else owns this attempt now
-		}
-		held = true
-		if bounce != nil {
-			if _, err := q.ExecContext(ctx, `INSERT INTO suppressions (domain_id, type, recipient_type, recipient, source, created_at)
-				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (domain_id, type, recipient) DO NOTHING`,
-				bounce.DomainID, bounce.Type, bounce.RecipientType, bounce.Recipient, bounce.Source, ms(bounce.CreatedAt)); err != nil {
-				return notFound(err, "suppression")
-			}
-		}
-		return NewEvents(s.db).In(q).Insert(ctx, entries)
-	})
-	return held, err
+	held, err := s.CompleteMany(ctx, owner, []sending.Completion{{ID: id, Outcome: o, Entries: entries, Bounce: bounce}})
+	if err != nil {
+		return false, err
+	}
+	return held[0], nil
 }
+
+const (
+	releaseDelivery = `UPDATE deliveries SET state = 'deferred', next_attempt_at = $3, attempts = attempts - 1,
+		lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2 AND state = 'sending'`
+	extendLease = `UPDATE deliveries SET lease_until = $3 WHERE id = $1 AND lease_owner = $2 AND state = 'sending'`
+)
 
 // Release implements sending.Store.
 func (s Sending) Release(ctx context.Context, id int64, owner string, next time.Time) error {
-	_, err := s.db.w.ExecContext(ctx, `UPDATE deliveries SET state = 'deferred', next_attempt_at = $3, attempts = attempts - 1,
-		lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2 AND state = 'sending'`, id, owner, ms(next))
+	_, err := s.stmts.exec(ctx, s.db.w, releaseDelivery, id, owner, ms(next))
 	return notFound(err, "delivery")
 }
 
 // ExtendLease implements sending.Store.
 func (s Sending) ExtendLease(ctx context.Context, id int64, owner string, until time.Time) error {
-	_, err := s.db.w.ExecContext(ctx, `UPDATE deliveries SET lease_until = $3 WHERE id = $1 AND lease_owner = $2 AND state = 'sending'`,
-		id, owner, ms(until))
+	_, err := s.stmts.exec(ctx, s.db.w, extendLease, id, owner, ms(until))
 	return notFound(err, "delivery")
 }
 

@@ -23,6 +23,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("Suppressions", func(t *testing.T) { t.Parallel(); testSuppressions(t, open(t)) })
 	t.Run("RateCounter", func(t *testing.T) { t.Parallel(); testRateCounter(t, open(t)) })
 	t.Run("Tracking", func(t *testing.T) { t.Parallel(); testTracking(t, open(t)) })
+	t.Run("SendingBatches", func(t *testing.T) { t.Parallel(); testSendingBatches(t, open(t)) })
 	t.Run("MigrateTwice", func(t *testing.T) {
 		t.Parallel()
 		db := open(t)

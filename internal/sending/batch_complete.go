@@ -1,0 +1,49 @@
+package sending
+
+import (
+	"context"
+	"errors"
+)
+
+// completeBatch is the most outcomes one transaction records. With
+// Concurrency attempts at once a group is never larger than that anyway.
+const completeBatch = 64
+
+// completion is one outcome on its way to the store, and what came back.
+type completion struct {
+	c    Completion
+	held bool
+}
+
+func (w *Worker) newCompleter() *batcher[*completion] {
+	return &batcher[*completion]{max: completeBatch, commit: func(ctx context.Context, cs []*completion) error {
+		args := make([]Completion, len(cs))
+		for i, c := range cs {
+			args[i] = c.c
+		}
+		held, err := w.store.CompleteMany(ctx, w.owner, args)
+		if err != nil {
+			return err
+		}
+		for i, c := range cs {
+			c.held = held[i]
+		}
+		return nil
+	}}
+}
+
+// complete records an outcome if the lease is still held, in one
+// transaction with the outcomes of the other attempts finishing at the
+// same time (group commit). It returns only once this outcome committed:
+// an attempt keeps its slot (and its lease renewal) until then, so no
+// more deliveries than Concurrency are ever sent and not yet recorded,
+// which bounds what a crash can make us send twice. A group that fails
+// is retried outcome by outcome, so one bad outcome cannot sink others.
+func (w *Worker) complete(ctx context.Context, c Completion) (bool, error) {
+	p := &completion{c: c}
+	err := w.completes.do(ctx, p)
+	if errors.Is(err, errRetryAlone) {
+		return w.store.Complete(ctx, c.ID, w.owner, c.Outcome, c.Entries, c.Bounce)
+	}
+	return p.held, err
+}

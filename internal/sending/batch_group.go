@@ -1,0 +1,82 @@
+package sending
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// errRetryAlone is what a batched call gets when its group's transaction
+// failed: the caller repeats its own work alone, so one bad job (or one
+// caller's cancelled context) cannot fail the others.
+var errRetryAlone = errors.New("sending: batch failed; retry alone")
+
+// batcher commits work submitted concurrently in groups (group commit).
+// A caller that finds no group in progress leads: it commits every call
+// queued so far, its own first, in one go. Calls that arrive meanwhile
+// queue behind it, and the oldest of them leads the next group. A lone
+// caller commits at once: nobody waits for company, so the group size
+// follows the load, and each caller returns only after its own work was
+// committed (or failed).
+type batcher[J any] struct {
+	max    int                                       // calls per group at most
+	commit func(ctx context.Context, jobs []J) error // one transaction for all jobs
+
+	mu    sync.Mutex
+	queue []*batchCall[J] // queue[0] leads the next group when busy
+	busy  bool            // a leader is active or chosen
+}
+
+type batchCall[J any] struct {
+	job  J
+	done chan struct{} // closed when committed, or when chosen to lead
+	lead bool
+	err  error
+}
+
+// do commits job in a group. It returns commit's error when job was
+// committed alone, and errRetryAlone when its group failed.
+func (b *batcher[J]) do(ctx context.Context, job J) error {
+	c := &batchCall[J]{job: job, done: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, c)
+	if b.busy {
+		b.mu.Unlock()
+		<-c.done
+		if !c.lead {
+			return c.err
+		}
+		b.mu.Lock()
+	}
+	// c leads and is queue[0]: the queue is empty whenever nobody leads,
+	// and a hand-over always picks the oldest call.
+	b.busy = true
+	n := min(len(b.queue), max(b.max, 1))
+	calls := make([]*batchCall[J], n)
+	copy(calls, b.queue)
+	b.queue = append(b.queue[:0], b.queue[n:]...)
+	b.mu.Unlock()
+
+	jobs := make([]J, n)
+	for i, o := range calls {
+		jobs[i] = o.job
+	}
+	err := b.commit(ctx, jobs)
+	if err != nil && n > 1 {
+		err = errRetryAlone
+	}
+	b.mu.Lock()
+	if len(b.queue) > 0 { // hand over: the next group starts while this one's callers return
+		next := b.queue[0]
+		next.lead = true
+		close(next.done)
+	} else {
+		b.busy = false
+	}
+	b.mu.Unlock()
+	for _, o := range calls[1:] {
+		o.err = err
+		close(o.done)
+	}
+	return err
+}

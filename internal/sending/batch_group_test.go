@@ -1,0 +1,216 @@
+package sending
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/suppression"
+)
+
+// gate is a commit function that records its groups and, while holding
+// is set, blocks each commit until released.
+type gate struct {
+	mu      sync.Mutex
+	groups  [][]int
+	fail    func(jobs []int) error
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newGate() *gate {
+	return &gate{entered: make(chan struct{}, 100), release: make(chan struct{}, 100)}
+}
+
+func (g *gate) commit(_ context.Context, jobs []int) error {
+	g.mu.Lock()
+	g.groups = append(g.groups, slices.Clone(jobs))
+	g.mu.Unlock()
+	g.entered <- struct{}{}
+	<-g.release
+	if g.fail != nil {
+		return g.fail(jobs)
+	}
+	return nil
+}
+
+func TestBatcherLoneCallCommitsAtOnce(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	g.release <- struct{}{}
+	b := &batcher[int]{max: 8, commit: g.commit}
+	if err := b.do(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(g.groups, [][]int{{1}}, slices.Equal) {
+		t.Fatalf("groups = %v, want [[1]]", g.groups)
+	}
+}
+
+// Calls that arrive while a group commits form the next group, up to max;
+// each returns only after its own group committed.
+func TestBatcherGroupsWaitingCalls(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	b := &batcher[int]{max: 3, commit: g.commit}
+	errs := make(chan error, 10)
+	go func() { errs <- b.do(context.Background(), 0) }()
+	<-g.entered // 0 commits alone and is held
+	for i := 1; i <= 4; i++ {
+		go func() { errs <- b.do(context.Background(), i) }()
+	}
+	waitQueued(t, b, 4)
+	g.release <- struct{}{} // 0 done; the oldest waiting call leads 3 of the 4
+	<-g.entered
+	g.release <- struct{}{}
+	<-g.entered
+	g.release <- struct{}{}
+	for range 5 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(g.groups) != 3 || len(g.groups[0]) != 1 || len(g.groups[1]) != 3 || len(g.groups[2]) != 1 {
+		t.Fatalf("groups = %v, want sizes 1, 3, 1", g.groups)
+	}
+	var all []int
+	for _, gr := range g.groups {
+		all = append(all, gr...)
+	}
+	slices.Sort(all)
+	if !slices.Equal(all, []int{0, 1, 2, 3, 4}) {
+		t.Fatalf("committed %v, want each of 0..4 once", all)
+	}
+}
+
+// A failed group tells every member to retry alone; a lone call gets the
+// error itself.
+func TestBatcherFailedGroup(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("boom")
+	g := newGate()
+	g.fail = func([]int) error { return boom }
+	b := &batcher[int]{max: 8, commit: g.commit}
+	errs := make(chan error, 10)
+	go func() { errs <- b.do(context.Background(), 0) }()
+	<-g.entered
+	for i := 1; i <= 2; i++ {
+		go func() { errs <- b.do(context.Background(), i) }()
+	}
+	waitQueued(t, b, 2)
+	g.release <- struct{}{}
+	if err := <-errs; !errors.Is(err, boom) {
+		t.Fatalf("lone call's error = %v, want boom", err)
+	}
+	<-g.entered
+	g.release <- struct{}{}
+	for range 2 {
+		if err := <-errs; !errors.Is(err, errRetryAlone) {
+			t.Fatalf("group member's error = %v, want errRetryAlone", err)
+		}
+	}
+}
+
+func waitQueued(t *testing.T, b *batcher[int], n int) {
+	t.Helper()
+	for {
+		b.mu.Lock()
+		q := len(b.queue)
+		b.mu.Unlock()
+		if q >= n {
+			return
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal("calls never queued")
+		default:
+		}
+		runtime.Gosched()
+	}
+}
+
+// outcomeStore fails every CompleteMany of more than one outcome and
+// records what Complete wrote.
+type outcomeStore struct {
+	Store
+	mu       sync.Mutex
+	many     int
+	single   []int64
+	lostID   int64
+	inCommit chan struct{}
+	release  chan struct{}
+}
+
+func (s *outcomeStore) CompleteMany(_ context.Context, _ string, cs []Completion) ([]bool, error) {
+	s.mu.Lock()
+	s.many++
+	s.mu.Unlock()
+	if len(cs) == 1 && cs[0].ID == 1 { // the first, held open so that others queue behind it
+		s.inCommit <- struct{}{}
+		<-s.release
+		return []bool{true}, nil
+	}
+	return nil, errors.New("constraint violated by one of the outcomes")
+}
+
+func (s *outcomeStore) Complete(_ context.Context, id int64, _ string, _ Outcome, _ []event.Entry, _ *suppression.Entry) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.single = append(s.single, id)
+	return id != s.lostID, nil
+}
+
+// When a group of outcomes fails, each outcome is written on its own, and
+// each caller learns its own lease verdict.
+func TestWorkerCompleteFallsBackAlone(t *testing.T) {
+	t.Parallel()
+	st := &outcomeStore{lostID: 3, inCommit: make(chan struct{}), release: make(chan struct{})}
+	w := &Worker{store: st, owner: "w"}
+	w.completes = w.newCompleter()
+	type res struct {
+		id   int64
+		held bool
+		err  error
+	}
+	out := make(chan res, 3)
+	run := func(id int64) {
+		held, err := w.complete(context.Background(), Completion{ID: id, Outcome: Outcome{State: StateDelivered}})
+		out <- res{id, held, err}
+	}
+	go run(1)
+	<-st.inCommit
+	go run(2)
+	go run(3)
+	for {
+		w.completes.mu.Lock()
+		q := len(w.completes.queue)
+		w.completes.mu.Unlock()
+		if q == 2 {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(st.release)
+	got := map[int64]res{}
+	for range 3 {
+		r := <-out
+		got[r.id] = r
+	}
+	if r := got[1]; !r.held || r.err != nil {
+		t.Errorf("outcome 1 = %+v, want held", r)
+	}
+	if r := got[2]; !r.held || r.err != nil {
+		t.Errorf("outcome 2 = %+v, want held (written alone)", r)
+	}
+	if r := got[3]; r.held || r.err != nil {
+		t.Errorf("outcome 3 = %+v, want not held (its lease was lost)", r)
+	}
+	slices.Sort(st.single)
+	if !slices.Equal(st.single, []int64{2, 3}) || st.many != 2 {
+		t.Errorf("Complete for %v after %d CompleteMany calls; want 2 and 3 alone after 2 calls", st.single, st.many)
+	}
+}

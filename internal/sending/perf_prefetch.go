@@ -1,0 +1,89 @@
+package sending
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/suppression"
+)
+
+// prefetched is what the worker learned for a claimed delivery with one
+// query per claim rather than one per delivery.
+type prefetched struct {
+	dom     domain.Domain
+	loaded  bool // dom is valid; otherwise the attempt loads it alone
+	verdict suppression.Verdict
+	checked bool // verdict is valid; otherwise the attempt checks alone
+}
+
+// prefetch prepares a claimed batch: its domains (one read each), the
+// suppression check for all its recipients (one query per domain) and its
+// sends' content (one query for the batch, into the send cache). All are
+// read after the claim, as an attempt of its own would read them, so a
+// change of settings applies to every delivery claimed after it. Whatever
+// fails here is done again by each attempt on its own, so prefetch never
+// fails a delivery.
+func (w *Worker) prefetch(ctx context.Context, ds []Delivery) []prefetched {
+	out := make([]prefetched, len(ds))
+	byDomain := map[int64][]int{}
+	var sendIDs []int64
+	for i, d := range ds {
+		byDomain[d.DomainID] = append(byDomain[d.DomainID], i)
+		if !slices.Contains(sendIDs, d.SendID) && !w.sends.has(d.SendID) {
+			sendIDs = append(sendIDs, d.SendID)
+		}
+	}
+	for domainID, idx := range byDomain {
+		if dom, err := w.domains.ByID(ctx, domainID); err == nil {
+			for _, i := range idx {
+				out[i].dom, out[i].loaded = dom, true
+			}
+		}
+		to := make([]string, len(idx))
+		for k, i := range idx {
+			to[k] = ds[i].Recipient
+		}
+		vs, err := w.supp.CheckMany(ctx, domainID, to)
+		if err != nil {
+			continue
+		}
+		for _, i := range idx {
+			out[i].verdict, out[i].checked = vs[ds[i].Recipient], true
+		}
+	}
+	if len(sendIDs) > 0 {
+		if sends, err := w.store.LoadSends(ctx, sendIDs); err == nil {
+			for _, s := range sends {
+				w.sends.put(s.Send, s.Attachments)
+			}
+		}
+	}
+	return out
+}
+
+// has reports whether the send cache holds a fresh copy of send id.
+func (c *sendCache) has(id int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	it, ok := c.items[id]
+	return ok && time.Since(it.at) < sendCacheTTL
+}
+
+// put adds a send loaded elsewhere to the cache, within its bound.
+func (c *sendCache) put(s Send, atts []Attachment) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.items) >= sendCacheSize {
+		for k, it := range c.items { // the stale first, then any, down to half
+			if time.Since(it.at) >= sendCacheTTL || len(c.items) >= sendCacheSize {
+				delete(c.items, k)
+			}
+			if len(c.items) < sendCacheSize/2 {
+				break
+			}
+		}
+	}
+	c.items[s.ID] = cachedSend{send: s, atts: atts, at: time.Now()}
+}
