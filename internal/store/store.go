@@ -16,6 +16,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,6 +46,10 @@ type DB struct {
 	URL     string
 	w       *sql.DB
 	r       *sql.DB
+	// relaxed is a small PostgreSQL pool whose commits do not wait for the
+	// WAL flush (synchronous_commit off), for writes that may be lost in a
+	// crash without harm: the rate-limit counters. nil on SQLite.
+	relaxed *sql.DB
 	// ns tells this schema's event-ordering locks and notifications from
 	// those of other schemas in the same PostgreSQL database (advisory locks
 	// and NOTIFY channels are database-wide): the schema's oid mod 2^16.
@@ -75,7 +80,12 @@ func Open(ctx context.Context, url string) (*DB, error) {
 			db.Close()
 			return nil, fmt.Errorf("store: PostgreSQL schema: %w", err)
 		}
-		return &DB{Dialect: Postgres, URL: url, w: db, r: db, ns: ns}, nil
+		relaxed, err := openRelaxed(url)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		return &DB{Dialect: Postgres, URL: url, w: db, r: db, ns: ns, relaxed: relaxed}, nil
 	default:
 		return nil, fmt.Errorf("store: unsupported database URL (want sqlite:PATH or postgres://...)")
 	}
@@ -115,7 +125,30 @@ func (db *DB) Close() error {
 	if db.r != db.w {
 		err = errors.Join(err, db.r.Close())
 	}
+	if db.relaxed != nil {
+		err = errors.Join(err, db.relaxed.Close())
+	}
 	return err
+}
+
+// openRelaxed opens the relaxed pool: the same database, with
+// synchronous_commit off as a connection parameter.
+func openRelaxed(rawURL string) (*sql.DB, error) {
+	u, err := neturl.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("store: database URL: %w", err)
+	}
+	q := u.Query()
+	q.Set("synchronous_commit", "off")
+	u.RawQuery = q.Encode()
+	db, err := sql.Open("pgx", u.String())
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	return db, nil
 }
 
 // Ping checks the database answers a query.
