@@ -7,6 +7,7 @@ import (
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/event"
 )
 
 // msgLogDomainNotFound is the log endpoints' 404 message, word for word
@@ -43,7 +44,7 @@ func (s *Server) handleLogList(w http.ResponseWriter, r *http.Request, p account
 	lastPage := max(1, (page.Total+f.Limit-1)/f.Limit)
 	b := make([]byte, 0, 256+len(page.Entries)*320)
 	b = append(b, `{"data":`...)
-	b = appendEntries(b, page.Entries)
+	b = event.AppendJSONArray(b, page.Entries)
 	b = appendIntField(b, `,"count":`, len(page.Entries))
 	b = appendIntField(b, `,"offset":`, f.Offset)
 	b = appendIntField(b, `,"limit":`, f.Limit)

@@ -86,7 +86,7 @@ func (k *sseSink) Logs(batch []event.Entry) error {
 	b := append(k.buf[:0], "event: logs\nid: "...)
 	b = strconv.AppendInt(b, batch[len(batch)-1].ID, 10)
 	b = append(b, "\ndata: "...)
-	b = appendEntries(b, batch) // JSON has no raw newlines: one data line
+	b = event.AppendJSONArray(b, batch) // JSON has no raw newlines: one data line
 	b = append(b, "\n\n"...)
 	k.buf = b
 	return k.write(b)

@@ -1,18 +1,17 @@
-package httpapi
+package event
 
 import (
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/postline/postline/internal/event"
 )
 
 // Log entries are rendered by appending, not through encoding/json's
 // reflection: a stream writes up to 500,000 of them, and this keeps the
 // cost per entry to one pass over its bytes with no allocation.
 
-// appendEntry appends e as the API's log entry object.
-func appendEntry(b []byte, e event.Entry) []byte {
+// AppendJSON appends e as the API's log entry object (the list, the
+// stream and webhooks all send this shape).
+func AppendJSON(b []byte, e Entry) []byte {
 	b = append(b, `{"id":`...)
 	b = strconv.AppendInt(b, e.ID, 10)
 	b = append(b, `,"message_id":`...)
@@ -42,14 +41,14 @@ func appendEntry(b []byte, e event.Entry) []byte {
 	return append(b, '}')
 }
 
-// appendEntries appends a JSON array of entries.
-func appendEntries(b []byte, es []event.Entry) []byte {
+// AppendJSONArray appends a JSON array of entries.
+func AppendJSONArray(b []byte, es []Entry) []byte {
 	b = append(b, '[')
 	for i, e := range es {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendEntry(b, e)
+		b = AppendJSON(b, e)
 	}
 	return append(b, ']')
 }

@@ -1,4 +1,4 @@
-package httpapi
+package event
 
 import (
 	"bytes"
@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
-
-	"github.com/postline/postline/internal/event"
 )
 
 // appendJSONString must agree with encoding/json (without HTML escaping).
@@ -36,19 +34,19 @@ func TestAppendJSONString(t *testing.T) {
 
 func TestAppendEntry(t *testing.T) {
 	t.Parallel()
-	e := event.Entry{ID: 42, MessageID: "<m@x>", Type: event.Bounced, Sender: "a@x", Recipient: "b@y", Subject: `Say "hi"`,
+	e := Entry{ID: 42, MessageID: "<m@x>", Type: Bounced, Sender: "a@x", Recipient: "b@y", Subject: `Say "hi"`,
 		CreatedAt: time.Date(2026, 11, 21, 10, 0, 0, 5e6, time.FixedZone("", 3600)), Details: json.RawMessage(`{"smtp_code":550}`)}
 	want := `{"id":42,"message_id":"<m@x>","event_type":"bounced","sender":"a@x","recipient":"b@y","subject":"Say \"hi\"",` +
 		`"tags":null,"created_at":"2026-11-21T09:00:00.005Z","details":{"smtp_code":550}}`
-	if got := string(appendEntry(nil, e)); got != want {
+	if got := string(AppendJSON(nil, e)); got != want {
 		t.Errorf("appendEntry = %s\nwant          %s", got, want)
 	}
 	e.Tags, e.Details = "a,b", nil
 	var v map[string]any
-	if err := json.Unmarshal(appendEntries(nil, []event.Entry{e})[1:], &v); err == nil {
+	if err := json.Unmarshal(AppendJSONArray(nil, []Entry{e})[1:], &v); err == nil {
 		t.Errorf("appendEntries is not an array")
 	}
-	if err := json.Unmarshal(appendEntry(nil, e), &v); err != nil || v["tags"] != "a,b" || v["details"] == nil {
+	if err := json.Unmarshal(AppendJSON(nil, e), &v); err != nil || v["tags"] != "a,b" || v["details"] == nil {
 		t.Errorf("appendEntry with tags = %v, %v", v, err)
 	}
 }
