@@ -32,6 +32,7 @@ import (
 	"github.com/postline/postline/internal/suppression"
 	"github.com/postline/postline/internal/tracking"
 	"github.com/postline/postline/internal/validation"
+	"github.com/postline/postline/internal/webhook"
 )
 
 // App is a running Postline: its stores and services.
@@ -55,6 +56,9 @@ type App struct {
 	TrackingSigner tracking.Signer
 	// Inbound takes bounce reports by SMTP (serve only; nil when off).
 	Inbound *inbound.Server
+	// Webhooks manages webhook endpoints; the dispatcher posts to them (serve only).
+	Webhooks   *webhook.Service
+	dispatcher *webhook.Dispatcher
 	// Validator is the address validation pipeline.
 	Validator *validation.Validator
 	lists     *validation.FileLists
@@ -128,6 +132,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		return err
 	}
 	a.Limiter = ratelimit.New(counter, nil)
+	a.openWebhooks(box)
 	if err := a.openTracking(key); err != nil {
 		return err
 	}
@@ -181,6 +186,7 @@ func (a *App) API() *httpapi.Server {
 		Events:       a.Events,
 		Sending:      a.Sending,
 		Tracking:     a.Tracking,
+		Webhooks:     a.Webhooks,
 		Validator:    a.Validator,
 		Limiter:      a.Limiter,
 		Limits: httpapi.Limits{
@@ -204,6 +210,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	if err := a.StartWorkers(ctx); err != nil {
 		return err
 	}
+	a.dispatcher.Start(ctx)
+	defer a.dispatcher.Stop()
 	if a.Inbound != nil {
 		if err := a.Inbound.Listen(a.Config.SMTPListen); err != nil {
 			return err

@@ -39,7 +39,9 @@ type Config struct {
 	DeliveryLease    time.Duration // how long a claimed delivery is held without renewal
 	DomainSendRate   int           // messages per minute per sending domain; 0 = unlimited
 	RelayTLSInsecure bool          // skip certificate checks of SMTP relays (self-signed relays)
-	HeloName         string        // EHLO name; empty = the host name
+	// WebhookAllowPrivate lets webhooks post to loopback and private addresses.
+	WebhookAllowPrivate bool
+	HeloName            string // EHLO name; empty = the host name
 
 	BlocklistFile      string        // operator blocklist: domains and addresses, one a line
 	AllowlistFile      string        // operator allowlist, same format; wins over every list

@@ -50,6 +50,7 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.DurationVar(&cfg.DeliveryLease, "delivery-lease", cfg.DeliveryLease, "how long a claimed delivery is held without renewal; a crashed process's deliveries are retried after it")
 	fs.IntVar(&cfg.DomainSendRate, "domain-send-rate", 0, "messages per minute per sending domain, shared by all workers and processes (0 = unlimited)")
 	fs.BoolVar(&cfg.RelayTLSInsecure, "relay-tls-insecure", false, "do not verify SMTP relay certificates (for self-signed relays)")
+	fs.BoolVar(&cfg.WebhookAllowPrivate, "webhook-allow-private", false, "let webhooks post to loopback, private and link-local addresses")
 	fs.StringVar(&cfg.HeloName, "helo-name", "", "EHLO name for outgoing SMTP (default the host name)")
 	fs.StringVar(&cfg.BlocklistFile, "blocklist-file", "", "operator blocklist for validation: one domain or address a line; reloaded on change")
 	fs.StringVar(&cfg.AllowlistFile, "allowlist-file", "", "operator allowlist for validation, same format; overrides every blocklist")

@@ -65,6 +65,10 @@ func (s *Server) routeTable() []route {
 		{method: "POST", path: "/api/domains/{domain}/suppressions/whitelist", group: groupDomain, handler: s.handleWhitelist},
 		{method: "DELETE", path: "/api/domains/{domain}/suppressions/{id}", group: groupDomain, handler: s.handleDeleteSuppression},
 
+		{method: "POST", path: "/api/domains/{domain}/webhooks", group: groupDomain, handler: s.handleCreateWebhook},
+		{method: "GET", path: "/api/domains/{domain}/webhooks", group: groupDomain, handler: s.handleListWebhooks},
+		{method: "DELETE", path: "/api/domains/{domain}/webhooks/{id}", group: groupDomain, handler: s.handleDeleteWebhook},
+
 		{method: "POST", path: "/api/domains", group: groupDomain, handler: s.handleCreateDomain},
 		{method: "GET", path: "/api/domains", group: groupDomain, handler: s.handleListDomains},
 		{method: "GET", path: "/api/domains/{domain}", group: groupDomain, handler: s.handleGetDomain},

@@ -19,6 +19,7 @@ import (
 	"github.com/postline/postline/internal/suppression"
 	"github.com/postline/postline/internal/tracking"
 	"github.com/postline/postline/internal/validation"
+	"github.com/postline/postline/internal/webhook"
 )
 
 // Pinger reports whether the database answers.
@@ -48,6 +49,8 @@ type Deps struct {
 	Sending *sending.Service
 	// Tracking answers open, click and unsubscribe URLs.
 	Tracking *tracking.Service
+	// Webhooks manages the domains' webhook endpoints.
+	Webhooks *webhook.Service
 	Limiter  *ratelimit.Limiter
 	Limits   Limits
 	DB       Pinger

@@ -1,0 +1,21 @@
+package app
+
+import (
+	"context"
+
+	"github.com/postline/postline/internal/secret"
+	"github.com/postline/postline/internal/store"
+	"github.com/postline/postline/internal/webhook"
+)
+
+// openWebhooks builds the webhook service and its dispatcher (started by
+// Serve only: the CLI never posts).
+func (a *App) openWebhooks(box *secret.Box) {
+	st := store.NewWebhooks(a.DB, box)
+	a.Webhooks = webhook.NewService(st, nil)
+	a.dispatcher = webhook.NewDispatcher(webhook.DispatcherConfig{AllowPrivate: a.Config.WebhookAllowPrivate, Logger: a.Logger},
+		st, store.NewEvents(a.DB), func(ctx context.Context, id int64) (string, error) {
+			d, err := a.Domains.ByID(ctx, id)
+			return d.Name, err
+		})
+}

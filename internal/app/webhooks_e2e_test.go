@@ -1,0 +1,141 @@
+package app_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/postline/postline/internal/apitest"
+	"github.com/postline/postline/internal/config"
+	"github.com/postline/postline/internal/store"
+	"github.com/postline/postline/internal/webhook"
+)
+
+// hookSink records the event types it receives, by recipient, checking
+// signatures with the secret set after creation.
+type hookSink struct {
+	mu     sync.Mutex
+	secret string
+	got    map[string][]string
+	bad    int
+}
+
+func (h *hookSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !webhook.Verify(h.secret, r.Header.Get(webhook.SignatureHeader), body, time.Now(), time.Minute) {
+		h.bad++
+	}
+	var p struct {
+		Events []struct {
+			EventType string `json:"event_type"`
+			Recipient string `json:"recipient"`
+		} `json:"events"`
+	}
+	json.Unmarshal(body, &p)
+	for _, e := range p.Events {
+		h.got[e.Recipient] = append(h.got[e.Recipient], e.EventType)
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (h *hookSink) types(recipient string) (string, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return strings.Join(h.got[recipient], ","), h.bad
+}
+
+func TestWebhooksDeliverLogEntries(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		e := startSend(t, d, false, func(c *config.Config) { c.WebhookAllowPrivate = true })
+		sink := &hookSink{got: map[string][]string{}}
+		srv := httptest.NewServer(sink)
+		defer srv.Close()
+		path := "/api/domains/shop.example.com/webhooks"
+		resp := e.Do(apitest.Request{Method: "POST", Path: path, Auth: e.user.Auth(), Body: map[string]any{"url": srv.URL + "/postline"}})
+		data, _ := resp.JSON["data"].(map[string]any)
+		if resp.StatusCode != 201 || !strings.HasPrefix(data["secret"].(string), "whsec_") {
+			t.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
+		}
+		sink.mu.Lock()
+		sink.secret = data["secret"].(string)
+		sink.mu.Unlock()
+
+		e.send(t, basicParts("ann@rcpt.example.net"), nil)
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			got, bad := sink.types("ann@rcpt.example.net")
+			if got == "queued,send,delivered" && bad == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("webhook received %q (%d bad signatures), want queued,send,delivered", got, bad)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+
+		resp = e.Do(apitest.Request{Method: "GET", Path: path, Auth: e.user.Auth()})
+		list, _ := resp.JSON["data"].([]any)
+		if len(list) != 1 || list[0].(map[string]any)["secret"] != nil || list[0].(map[string]any)["last_success_at"] == nil {
+			t.Errorf("list: %s", resp.Body)
+		}
+		for _, c := range []struct {
+			body  map[string]any
+			field string
+		}{{map[string]any{"url": "gopher://x"}, "url"}, {map[string]any{"url": srv.URL, "event_types": []string{"nope"}}, "event_types"}} {
+			resp := e.Do(apitest.Request{Method: "POST", Path: path, Auth: e.user.Auth(), Body: c.body})
+			if errs, _ := resp.JSON["errors"].(map[string]any); resp.StatusCode != 422 || errs[c.field] == nil {
+				t.Errorf("create %v: %d %s, want 422 naming %s", c.body, resp.StatusCode, resp.Body, c.field)
+			}
+		}
+		mallory := e.NewUser("mallory")
+		if r := e.Do(apitest.Request{Method: "GET", Path: path, Auth: mallory.Auth()}); r.StatusCode != 404 {
+			t.Errorf("another account's webhooks: %d, want 404", r.StatusCode)
+		}
+		id := int(list[0].(map[string]any)["id"].(float64))
+		if r := e.Do(apitest.Request{Method: "DELETE", Path: path + "/" + strconv.Itoa(id), Auth: mallory.Auth()}); r.StatusCode != 404 {
+			t.Errorf("another account deleting: %d, want 404", r.StatusCode)
+		}
+		if r := e.Do(apitest.Request{Method: "DELETE", Path: path + "/" + strconv.Itoa(id), Auth: e.user.Auth()}); r.StatusCode != 200 {
+			t.Errorf("delete: %d %s", r.StatusCode, r.Body)
+		}
+	})
+}
+
+// Without --webhook-allow-private a tenant's webhook cannot reach the
+// operator's network: nothing is posted and the reason is shown.
+func TestWebhooksRefusePrivateAddresses(t *testing.T) {
+	t.Parallel()
+	e := startSend(t, store.SQLite, false, nil)
+	sink := &hookSink{got: map[string][]string{}}
+	srv := httptest.NewServer(sink)
+	defer srv.Close()
+	path := "/api/domains/shop.example.com/webhooks"
+	if r := e.Do(apitest.Request{Method: "POST", Path: path, Auth: e.user.Auth(), Body: map[string]any{"url": srv.URL}}); r.StatusCode != 201 {
+		t.Fatalf("create: %d %s", r.StatusCode, r.Body)
+	}
+	e.send(t, basicParts("ann@rcpt.example.net"), nil)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp := e.Do(apitest.Request{Method: "GET", Path: path, Auth: e.user.Auth()})
+		wh := resp.JSON["data"].([]any)[0].(map[string]any)
+		if msg, _ := wh["last_error"].(string); strings.Contains(msg, "not allowed") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("webhook state %v, want a refused connection", wh)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got, _ := sink.types("ann@rcpt.example.net"); got != "" {
+		t.Errorf("the private receiver got %q", got)
+	}
+}

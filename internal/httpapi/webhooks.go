@@ -1,0 +1,98 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/webhook"
+)
+
+type webhookJSON struct {
+	ID            int64    `json:"id"`
+	URL           string   `json:"url"`
+	EventTypes    []string `json:"event_types"`
+	CreatedAt     string   `json:"created_at"`
+	Secret        string   `json:"secret,omitempty"` // at creation only
+	LastEventID   int64    `json:"last_event_id"`
+	Failures      int      `json:"failures"`
+	LastError     *string  `json:"last_error"`
+	NextAttemptAt *string  `json:"next_attempt_at"` // set while failing
+	LastSuccessAt *string  `json:"last_success_at"`
+}
+
+func webhookView(w webhook.Webhook, withSecret bool) webhookJSON {
+	v := webhookJSON{ID: w.ID, URL: w.URL, EventTypes: []string{}, CreatedAt: timeJSON(w.CreatedAt), LastEventID: w.Cursor,
+		Failures: w.Attempts, LastError: optional(w.LastError)}
+	for _, t := range w.EventTypes {
+		v.EventTypes = append(v.EventTypes, string(t))
+	}
+	if withSecret {
+		v.Secret = w.Secret
+	}
+	if w.Attempts > 0 {
+		t := timeJSON(w.NextAttemptAt)
+		v.NextAttemptAt = &t
+	}
+	if w.LastSuccessAt != nil {
+		t := timeJSON(*w.LastSuccessAt)
+		v.LastSuccessAt = &t
+	}
+	return v
+}
+
+func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	var in struct {
+		URL        string   `json:"url"`
+		EventTypes []string `json:"event_types"`
+	}
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	d, err := s.Domains.Owned(r.Context(), p.AccountID, r.PathValue("domain"))
+	if err != nil {
+		return err
+	}
+	wh, err := s.Webhooks.Create(r.Context(), d.ID, in.URL, in.EventTypes)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"success": true,
+		"message": "Webhook created; keep the secret, it is not shown again.", "data": webhookView(wh, true)})
+	return nil
+}
+
+func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	d, err := s.Domains.Owned(r.Context(), p.AccountID, r.PathValue("domain"))
+	if err != nil {
+		return err
+	}
+	list, err := s.Webhooks.List(r.Context(), d.ID)
+	if err != nil {
+		return err
+	}
+	out := make([]webhookJSON, len(list))
+	for i, wh := range list {
+		out[i] = webhookView(wh, false)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": out})
+	return nil
+}
+
+func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		return apperr.Field("id", "The id must be a positive integer.")
+	}
+	d, err := s.Domains.Owned(r.Context(), p.AccountID, r.PathValue("domain"))
+	if err != nil {
+		return err
+	}
+	if err := s.Webhooks.Delete(r.Context(), d.ID, id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": fmt.Sprintf("Webhook %d removed.", id)})
+	return nil
+}

@@ -1,0 +1,125 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"time"
+
+	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/secret"
+	"github.com/postline/postline/internal/webhook"
+)
+
+// Webhooks implements webhook.Store; secrets are sealed with box.
+type Webhooks struct {
+	db  *DB
+	box *secret.Box
+}
+
+var _ webhook.Store = Webhooks{}
+
+// NewWebhooks returns the webhook store.
+func NewWebhooks(db *DB, box *secret.Box) Webhooks { return Webhooks{db: db, box: box} }
+
+const webhookCols = `id, domain_id, url, secret, event_types, last_event_id, attempts, next_attempt_at, last_error,
+	last_success_at, created_at`
+
+func (s Webhooks) scan(row interface{ Scan(...any) error }) (webhook.Webhook, error) {
+	var w webhook.Webhook
+	var sealed, types string
+	var next, created int64
+	var success sql.NullInt64
+	if err := row.Scan(&w.ID, &w.DomainID, &w.URL, &sealed, &types, &w.Cursor, &w.Attempts, &next, &w.LastError,
+		&success, &created); err != nil {
+		return w, err
+	}
+	plain, err := s.box.Open(sealed)
+	if err != nil {
+		return w, err
+	}
+	w.Secret = string(plain)
+	for _, t := range strings.Split(types, ",") {
+		if t != "" {
+			w.EventTypes = append(w.EventTypes, event.Type(t))
+		}
+	}
+	w.NextAttemptAt, w.CreatedAt, w.LastSuccessAt = fromMS(next), fromMS(created), nullMS(success)
+	return w, nil
+}
+
+func (s Webhooks) collect(rows *sql.Rows, err error) ([]webhook.Webhook, error) {
+	if err != nil {
+		return nil, notFound(err, "webhooks")
+	}
+	defer rows.Close()
+	var out []webhook.Webhook
+	for rows.Next() {
+		w, err := s.scan(rows)
+		if err != nil {
+			return nil, notFound(err, "webhooks")
+		}
+		out = append(out, w)
+	}
+	return out, notFound(rows.Err(), "webhooks")
+}
+
+// Create implements webhook.Store.
+func (s Webhooks) Create(ctx context.Context, w webhook.Webhook) (webhook.Webhook, error) {
+	types := make([]string, len(w.EventTypes))
+	for i, t := range w.EventTypes {
+		types[i] = string(t)
+	}
+	err := s.db.w.QueryRowContext(ctx, `INSERT INTO webhooks (domain_id, url, secret, event_types, last_event_id,
+		next_attempt_at, created_at)
+		VALUES ($1, $2, $3, $4, COALESCE((SELECT MAX(id) FROM events WHERE domain_id = $1), 0), $5, $6)
+		RETURNING id, last_event_id`,
+		w.DomainID, w.URL, s.box.Seal([]byte(w.Secret)), strings.Join(types, ","), ms(w.NextAttemptAt), ms(w.CreatedAt)).
+		Scan(&w.ID, &w.Cursor)
+	return w, notFound(err, "webhook")
+}
+
+// List implements webhook.Store.
+func (s Webhooks) List(ctx context.Context, domainID int64) ([]webhook.Webhook, error) {
+	return s.collect(s.db.r.QueryContext(ctx, `SELECT `+webhookCols+` FROM webhooks WHERE domain_id = $1 ORDER BY id`, domainID))
+}
+
+// Delete implements webhook.Store.
+func (s Webhooks) Delete(ctx context.Context, domainID, id int64) error {
+	return exec1(ctx, s.db.w, "webhook", `DELETE FROM webhooks WHERE id = $1 AND domain_id = $2`, id, domainID)
+}
+
+// Due implements webhook.Store.
+func (s Webhooks) Due(ctx context.Context, now time.Time, limit int) ([]webhook.Webhook, error) {
+	return s.collect(s.db.r.QueryContext(ctx, `SELECT `+webhookCols+` FROM webhooks
+		WHERE next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until < $1) ORDER BY next_attempt_at LIMIT $2`,
+		ms(now), limit))
+}
+
+// Lease implements webhook.Store.
+func (s Webhooks) Lease(ctx context.Context, id int64, owner string, cursor int64, now, leaseUntil time.Time) (bool, error) {
+	res, err := s.db.w.ExecContext(ctx, `UPDATE webhooks SET lease_owner = $2, lease_until = $3
+		WHERE id = $1 AND last_event_id = $4 AND (lease_until IS NULL OR lease_until < $5)`,
+		id, owner, ms(leaseUntil), cursor, ms(now))
+	if err != nil {
+		return false, notFound(err, "webhook")
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// Advance implements webhook.Store.
+func (s Webhooks) Advance(ctx context.Context, id int64, owner string, cursor int64, now time.Time) error {
+	_, err := s.db.w.ExecContext(ctx, `UPDATE webhooks SET last_event_id = $3, attempts = 0, last_error = '',
+		last_success_at = $4, next_attempt_at = $4, lease_owner = NULL, lease_until = NULL
+		WHERE id = $1 AND lease_owner = $2`, id, owner, cursor, ms(now))
+	return notFound(err, "webhook")
+}
+
+// Fail implements webhook.Store.
+func (s Webhooks) Fail(ctx context.Context, id int64, owner string, next time.Time, msg string) error {
+	_, err := s.db.w.ExecContext(ctx, `UPDATE webhooks SET attempts = attempts + 1, last_error = $3,
+		next_attempt_at = $4, lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2`,
+		id, owner, msg, ms(next))
+	return notFound(err, "webhook")
+}

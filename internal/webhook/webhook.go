@@ -1,0 +1,134 @@
+package webhook
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/event"
+)
+
+// Webhook is one endpoint of a domain.
+type Webhook struct {
+	ID         int64
+	DomainID   int64
+	URL        string
+	Secret     string       // plain in memory; sealed at rest; shown once
+	EventTypes []event.Type // empty: every type
+	CreatedAt  time.Time
+
+	Cursor        int64     // id of the last log entry dealt with
+	Attempts      int       // failed posts in a row
+	NextAttemptAt time.Time // not before this after a failure
+	LastError     string
+	LastSuccessAt *time.Time
+}
+
+// Wants reports whether the webhook receives entries of type t.
+func (w Webhook) Wants(t event.Type) bool {
+	return len(w.EventTypes) == 0 || slices.Contains(w.EventTypes, t)
+}
+
+// Store is the storage of webhooks. Missing rows are apperr.NotFound.
+type Store interface {
+	// Create stores w with its cursor at the domain's newest log entry.
+	Create(ctx context.Context, w Webhook) (Webhook, error)
+	List(ctx context.Context, domainID int64) ([]Webhook, error)
+	Delete(ctx context.Context, domainID, id int64) error
+	// Due lists webhooks whose next attempt is due and that no live lease
+	// holds (the dispatcher then checks for entries and leases one).
+	Due(ctx context.Context, now time.Time, limit int) ([]Webhook, error)
+	// Lease takes webhook id for owner until leaseUntil if it is free (or
+	// its lease expired) and still at cursor; false when someone else has it.
+	Lease(ctx context.Context, id int64, owner string, cursor int64, now, leaseUntil time.Time) (bool, error)
+	// Advance records a successful post (or a batch with nothing to post):
+	// the new cursor, no failures, and frees the lease.
+	Advance(ctx context.Context, id int64, owner string, cursor int64, now time.Time) error
+	// Fail records a failed post and frees the lease until next.
+	Fail(ctx context.Context, id int64, owner string, next time.Time, msg string) error
+}
+
+// Limits on what an owner may configure.
+const (
+	MaxPerDomain = 10
+	MaxURLLen    = 2048
+)
+
+// Service manages webhooks.
+type Service struct {
+	store Store
+	now   func() time.Time
+}
+
+// NewService returns a Service.
+func NewService(st Store, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{store: st, now: now}
+}
+
+// Create validates and stores a new webhook with a fresh secret.
+func (s *Service) Create(ctx context.Context, domainID int64, rawURL string, types []string) (Webhook, error) {
+	fe := apperr.FieldErrors{}
+	u, err := url.Parse(strings.TrimSpace(rawURL))
+	switch {
+	case rawURL == "":
+		fe.Add("url", "The url field is required.")
+	case len(rawURL) > MaxURLLen:
+		fe.Add("url", fmt.Sprintf("must be at most %d characters", MaxURLLen))
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "":
+		fe.Add("url", "must be an absolute http or https URL without credentials or fragment")
+	}
+	var ets []event.Type
+	for _, t := range types {
+		et := event.Type(strings.TrimSpace(t))
+		if !et.Valid() {
+			fe.Add("event_types", fmt.Sprintf("unknown event type %q; want one of %s", t, typeList()))
+			continue
+		}
+		if !slices.Contains(ets, et) {
+			ets = append(ets, et)
+		}
+	}
+	if err := fe.Err(); err != nil {
+		return Webhook{}, err
+	}
+	existing, err := s.store.List(ctx, domainID)
+	if err != nil {
+		return Webhook{}, err
+	}
+	if len(existing) >= MaxPerDomain {
+		return Webhook{}, apperr.Field("url", fmt.Sprintf("a domain may have at most %d webhooks", MaxPerDomain))
+	}
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	now := s.now().UTC()
+	return s.store.Create(ctx, Webhook{DomainID: domainID, URL: u.String(), Secret: "whsec_" + hex.EncodeToString(secret),
+		EventTypes: ets, CreatedAt: now, NextAttemptAt: now})
+}
+
+func typeList() string {
+	var names []string
+	for _, t := range event.Types() {
+		names = append(names, string(t))
+	}
+	return strings.Join(names, ", ")
+}
+
+// List returns a domain's webhooks, secrets included (callers must not
+// show them).
+func (s *Service) List(ctx context.Context, domainID int64) ([]Webhook, error) {
+	return s.store.List(ctx, domainID)
+}
+
+// Delete removes a domain's webhook; another domain's id is NotFound.
+func (s *Service) Delete(ctx context.Context, domainID, id int64) error {
+	return s.store.Delete(ctx, domainID, id)
+}
