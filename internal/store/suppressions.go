@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/postline/postline/internal/suppression"
 )
@@ -67,8 +68,15 @@ func (s Suppressions) List(ctx context.Context, p suppression.ListParams) ([]sup
 	where := `domain_id = $1 AND type = $2`
 	args := []any{p.DomainID, p.Type}
 	if p.Search != "" {
-		where += ` AND recipient LIKE $3 ESCAPE '\'`
-		args = append(args, likePattern(strings.ToLower(p.Search)))
+		search := strings.ToLower(p.Search)
+		if s.db.Dialect == SQLite && utf8.RuneCountInString(search) >= 3 {
+			// The trigram index: a quoted phrase matches it as a substring.
+			where += ` AND id IN (SELECT rowid FROM suppressions_fts WHERE suppressions_fts MATCH $3)`
+			args = append(args, `"`+strings.ReplaceAll(search, `"`, `""`)+`"`)
+		} else { // PostgreSQL's trigram index serves LIKE; shorter searches scan
+			where += ` AND recipient LIKE $3 ESCAPE '\'`
+			args = append(args, likePattern(search))
+		}
 	}
 	// Without a search the trigger-kept total answers; with one, counting
 	// the matches is the price (trigram-indexed on PostgreSQL).

@@ -70,6 +70,21 @@ func testSuppressions(t *testing.T, db *store.DB) {
 	if total != 1 || page[0].Recipient != "b_1@x.example" {
 		t.Fatalf("search _1 = %+v, total %d", page, total)
 	}
+	// Longer searches (the trigram index on SQLite): substrings anywhere, any
+	// case, punctuation literal; deleted entries are gone from the index.
+	for search, want := range map[string]int{"B_1@X": 1, "@x.example": 2, "x.example": 3, `"1@`: 0, "%@x": 0, "zzz": 0} {
+		if _, total, err := s.List(ctx, suppression.ListParams{DomainID: d.ID, Type: suppression.Bounce, Search: search, Limit: 10}); err != nil || total != want {
+			t.Errorf("search %q: total %d, %v; want %d", search, total, err, want)
+		}
+	}
+	b1, _, _ := s.List(ctx, suppression.ListParams{DomainID: d.ID, Type: suppression.Bounce, Search: "b_1@", Limit: 1})
+	if err := s.Delete(ctx, d.ID, b1[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, total, _ := s.List(ctx, suppression.ListParams{DomainID: d.ID, Type: suppression.Bounce, Search: "b_1@", Limit: 1}); total != 0 {
+		t.Errorf("a deleted entry is still found (%d)", total)
+	}
+	add(d.ID, suppression.Bounce, suppression.Email, "b_1@x.example", now.Add(time.Second))
 	page, total, _ = s.List(ctx, suppression.ListParams{DomainID: d.ID, Type: suppression.Unsubscribe, Limit: 10})
 	if total != 0 || page == nil || len(page) != 0 {
 		t.Fatalf("empty list = %#v, total %d; want an empty, non-nil slice", page, total)
