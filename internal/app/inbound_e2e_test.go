@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -72,6 +73,11 @@ func TestInboundBouncesAndComplaints(t *testing.T) {
 		if len(b) != 1 || det(b[0])("status") != "5.1.1" || det(b[0])("source") != "dsn" || det(b[0])("remote_mta") != "mx.rcpt.example.net" ||
 			b[0].MessageID != msgID["ann@rcpt.example.net"] {
 			t.Fatalf("bounced entries for ann = %+v", b)
+		}
+		var state string
+		if err := e.App.DB.Reader().QueryRowContext(context.Background(), `SELECT state FROM deliveries WHERE message_id = $1`,
+			msgID["ann@rcpt.example.net"]).Scan(&state); err != nil || state != "bounced" {
+			t.Errorf("ann's delivery after the DSN: %q, %v; want bounced", state, err)
 		}
 		// bob: delayed → temporary_fail, nothing suppressed.
 		if err := smtpTo(t, inbound, []string{verp["bob@rcpt.example.net"]}, smtptest.DSN("bob@rcpt.example.net", "delayed", "4.4.7", msgID["bob@rcpt.example.net"])); err != nil {

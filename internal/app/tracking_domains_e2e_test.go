@@ -1,6 +1,10 @@
 package app_test
 
 import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -8,6 +12,7 @@ import (
 
 	"github.com/postline/postline/internal/apitest"
 	"github.com/postline/postline/internal/config"
+	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/store"
 )
 
@@ -50,6 +55,15 @@ func TestTrackingAndAuthenticationDomainsInEffect(t *testing.T) {
 			t.Fatalf("PUT %s: %d %s", path, r.StatusCode, r.Body)
 		}
 	}
+	// Only names under the domain, never the service's own host (its API
+	// would then answer nothing but tracking paths).
+	for _, host := range []string{"mail.postline.test", "track.other.example", "shop.example.com"} {
+		r := e.Do(apitest.Request{Method: "PUT", Path: "/api/domains/shop.example.com/tracklink", Auth: e.user.Auth(),
+			Body: map[string]string{"host": host}})
+		if errs, _ := r.JSON["errors"].(map[string]any); r.StatusCode != 422 || errs["host"] == nil {
+			t.Errorf("tracking domain %s: %d %s, want 422 naming host", host, r.StatusCode, r.Body)
+		}
+	}
 	put("tracking", map[string]bool{"clicks": true})
 	put("tracklink", map[string]string{"host": "track.shop.example.com"})
 	put("auth-domain", map[string]string{"host": "bounces.shop.example.com"})
@@ -87,6 +101,13 @@ func TestTrackingAndAuthenticationDomainsInEffect(t *testing.T) {
 	if r := e.Do(apitest.Request{Method: "GET", Path: "/api/domains", Auth: e.user.Auth(), Host: "mail.postline.test"}); r.StatusCode != 200 {
 		t.Errorf("API on the public host: %d", r.StatusCode)
 	}
+	// HTTP/1.0 without a Host header (load balancer health checks) is not a
+	// tracking domain, however many domains have none.
+	e.App.Domains.Add(context.Background(), domain.AddParams{AccountID: e.user.ID, Name: "plain.example", Trusted: true,
+		Delivery: domain.Delivery{Mode: domain.ModeDirect}})
+	if status := rawHTTP10(t, strings.TrimPrefix(e.URL, "http://"), "/healthz"); status != "HTTP/1.0 200 OK" {
+		t.Errorf("HTTP/1.0 /healthz without Host: %q", status)
+	}
 
 	if r := e.Do(apitest.Request{Method: "DELETE", Path: "/api/domains/shop.example.com/tracklink", Auth: e.user.Auth()}); r.StatusCode != 200 {
 		t.Fatalf("DELETE tracklink: %d %s", r.StatusCode, r.Body)
@@ -118,4 +139,18 @@ func TestTrackingAndAuthenticationDomainsInEffect(t *testing.T) {
 	if msgs[2].From != "orders@shop.example.com" || dkimDomain(t, e, msgs[2].Data) != "shop.example.com" {
 		t.Errorf("after DELETE auth-domain: MAIL FROM %q, DKIM d=%q", msgs[2].From, dkimDomain(t, e, msgs[2].Data))
 	}
+}
+
+// rawHTTP10 sends "GET path HTTP/1.0" with no headers and returns the
+// status line.
+func rawHTTP10(t *testing.T, addr, path string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET %s HTTP/1.0\r\n\r\n", path)
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimSpace(line)
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/postline/postline/internal/store"
 )
 
+const phoneUA = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148"
+
 const browserUA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0 Safari/537.36"
 
 // received is one message as the sink got it, with what tracking put in.
@@ -144,14 +146,14 @@ func TestTrackingOpensClicksUnsubscribe(t *testing.T) {
 
 		// Opens: the pixel answers a GIF that is never cached; the first open
 		// is marked first.
-		for i := 0; i < 2; i++ {
-			r := e.hit(t, "GET", m.pixel, browserUA, "")
+		for _, ua := range []string{browserUA, browserUA, phoneUA} { // the same client twice at once counts once
+			r := e.hit(t, "GET", m.pixel, ua, "")
 			if r.StatusCode != 200 || r.Header.Get("Content-Type") != "image/gif" || !strings.Contains(r.Header.Get("Cache-Control"), "no-store") {
 				t.Fatalf("pixel: %d %v", r.StatusCode, r.Header)
 			}
 		}
 		opens := e.entries(t, "ann@rcpt.example.net", event.Opened)
-		if len(opens) != 2 || det(opens[1])("first") != true || det(opens[0])("first") != false ||
+		if len(opens) != 2 || det(opens[1])("first") != true || det(opens[0])("first") != false || det(opens[0])("user_agent") != phoneUA ||
 			det(opens[1])("user_agent") != browserUA || det(opens[1])("ip") != "127.0.0.1" {
 			t.Fatalf("opens = %+v", opens)
 		}

@@ -59,3 +59,19 @@ func TestCheckDelivery(t *testing.T) {
 		}
 	}
 }
+
+func TestTrackingAndAuthHosts(t *testing.T) {
+	t.Parallel()
+	s := NewService(nil, nil, Config{PublicHost: "mail.shop.example"})
+	d := Domain{Name: "shop.example"}
+	for host, ok := range map[string]bool{
+		"track.shop.example": true, "Bounces.Shop.Example.": true, "a.b.shop.example": true, "": true,
+		"shop.example": false, "evilshop.example": false, "track.other.example": false, "mail.shop.example": false,
+		"127.0.0.1": false, "-x.shop.example": false,
+	} {
+		_, err := s.subdomainOrEmpty("host", d, host)
+		if (err == nil) != ok {
+			t.Errorf("host %q: %v, want ok=%v", host, err, ok)
+		}
+	}
+}

@@ -138,7 +138,7 @@ func (s *Service) Remove(ctx context.Context, d Domain) error { return s.store.D
 // SetTracking sets (host non-empty) or removes (host empty) the tracking
 // domain. Removing is idempotent.
 func (s *Service) SetTracking(ctx context.Context, d Domain, host string) (Domain, error) {
-	h, err := s.subdomainOrEmpty("host", host)
+	h, err := s.subdomainOrEmpty("host", d, host)
 	if err != nil {
 		return d, err
 	}
@@ -149,7 +149,7 @@ func (s *Service) SetTracking(ctx context.Context, d Domain, host string) (Domai
 // SetAuth sets or removes the authentication (return-path and DKIM d=)
 // domain. Removing is idempotent.
 func (s *Service) SetAuth(ctx context.Context, d Domain, host string) (Domain, error) {
-	h, err := s.subdomainOrEmpty("host", host)
+	h, err := s.subdomainOrEmpty("host", d, host)
 	if err != nil {
 		return d, err
 	}
@@ -157,13 +157,23 @@ func (s *Service) SetAuth(ctx context.Context, d Domain, host string) (Domain, e
 	return d, s.store.UpdateDomain(ctx, d)
 }
 
-func (s *Service) subdomainOrEmpty(field, host string) (string, error) {
+// subdomainOrEmpty checks a tracking or authentication host: a name
+// strictly below the domain (so a tenant can only claim names it controls,
+// and never the service's own host, whose API would then answer only
+// tracking paths), or empty to remove it.
+func (s *Service) subdomainOrEmpty(field string, d Domain, host string) (string, error) {
 	if host == "" {
 		return "", nil
 	}
 	h, err := NormalizeName(host)
 	if err != nil {
 		return "", apperr.Field(field, err.Error())
+	}
+	if !strings.HasSuffix(h, "."+d.Name) {
+		return "", apperr.Field(field, fmt.Sprintf("must be a subdomain of %s, e.g. track.%s", d.Name, d.Name))
+	}
+	if s.cfg.PublicHost != "" && strings.EqualFold(h, s.cfg.PublicHost) {
+		return "", apperr.Field(field, "must not be the service's own host name")
 	}
 	return h, nil
 }

@@ -64,7 +64,7 @@ func New(cfg Config, st tracking.Store, trk *tracking.Service, events *event.Ser
 	}
 	s := &Server{cfg: cfg, store: st, tracking: trk, events: events, done: make(chan struct{}),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "postline_inbound_messages_total",
-			Help: "Inbound SMTP outcomes: recipients refused, messages refused for size, and reports by kind recorded."},
+			Help: "Inbound SMTP outcomes per recipient: refused, message too large, and what its report was (recorded)."},
 			[]string{"outcome"})}
 	if cfg.Registerer != nil {
 		cfg.Registerer.Register(s.messages) //nolint:errcheck // registered once per process

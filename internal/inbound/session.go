@@ -73,6 +73,11 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 		ss.s.cfg.Logger.Error("inbound: looking up delivery", "delivery", id, "error", err)
 		return errTryLater
 	}
+	for _, r := range ss.rcpts {
+		if r.target.DeliveryID == id && r.unsubscribe == unsub {
+			return nil // the same address twice: one report, not two
+		}
+	}
 	ss.rcpts = append(ss.rcpts, rcpt{target: t, unsubscribe: unsub})
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // errRetryAlone is what a batched call gets when its group's transaction
@@ -61,22 +62,34 @@ func (b *batcher[J]) do(ctx context.Context, job J) error {
 	for i, o := range calls {
 		jobs[i] = o.job
 	}
-	err := b.commit(ctx, jobs)
+	// Deferred so that a panicking commit still hands over and releases the
+	// group (its members retry alone) instead of wedging every later call.
+	err := errRetryAlone
+	defer func() {
+		b.mu.Lock()
+		if len(b.queue) > 0 { // hand over: the next group starts while this one's callers return
+			next := b.queue[0]
+			next.lead = true
+			close(next.done)
+		} else {
+			b.busy = false
+		}
+		b.mu.Unlock()
+		for _, o := range calls[1:] {
+			o.err = err
+			close(o.done)
+		}
+	}()
+	// The group's transaction is everyone's: the leader's request going
+	// away must not cancel it (the others would all retry alone).
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
+	defer cancel()
+	err = b.commit(cctx, jobs)
 	if err != nil && n > 1 {
 		err = errRetryAlone
 	}
-	b.mu.Lock()
-	if len(b.queue) > 0 { // hand over: the next group starts while this one's callers return
-		next := b.queue[0]
-		next.lead = true
-		close(next.done)
-	} else {
-		b.busy = false
-	}
-	b.mu.Unlock()
-	for _, o := range calls[1:] {
-		o.err = err
-		close(o.done)
-	}
 	return err
 }
+
+// groupTimeout bounds one group's transaction.
+const groupTimeout = 30 * time.Second

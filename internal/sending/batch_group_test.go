@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/suppression"
@@ -212,5 +213,48 @@ func TestWorkerCompleteFallsBackAlone(t *testing.T) {
 	slices.Sort(st.single)
 	if !slices.Equal(st.single, []int64{2, 3}) || st.many != 2 {
 		t.Errorf("Complete for %v after %d CompleteMany calls; want 2 and 3 alone after 2 calls", st.single, st.many)
+	}
+}
+
+// A commit that panics releases its group (they retry alone) and the
+// batcher keeps working.
+func TestBatcherSurvivesPanickingCommit(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	b := &batcher[int]{max: 8, commit: func(_ context.Context, jobs []int) error {
+		calls++
+		if calls == 1 {
+			panic("boom")
+		}
+		return nil
+	}}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the leader did not see the panic")
+			}
+		}()
+		b.do(context.Background(), 1)
+	}()
+	done := make(chan error, 1)
+	go func() { done <- b.do(context.Background(), 2) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("after a panic: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the batcher is wedged after a panicking commit")
+	}
+}
+
+// The group commits even when the leader's request is cancelled.
+func TestBatcherIgnoresLeaderCancellation(t *testing.T) {
+	t.Parallel()
+	b := &batcher[int]{max: 8, commit: func(ctx context.Context, jobs []int) error { return ctx.Err() }}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := b.do(ctx, 1); err != nil {
+		t.Fatalf("commit under a cancelled leader: %v", err)
 	}
 }

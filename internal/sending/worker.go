@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -178,10 +179,26 @@ func (w *Worker) runOnce(ctx, attemptCtx context.Context, free int, slots, finis
 				}
 				w.wg.Done()
 			}()
-			w.attempt(attemptCtx, d, pre[i])
+			w.safeAttempt(attemptCtx, d, pre[i])
 		}()
 	}
 	return len(ds), nil
+}
+
+// safeAttempt runs an attempt and turns a panic (a bug, or input no test
+// foresaw) into a failed delivery with reason internal_error: otherwise the
+// process would die, its leases expire, and the same delivery would be
+// claimed and crash the next process too.
+func (w *Worker) safeAttempt(ctx context.Context, d Delivery, pre prefetched) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.cfg.Logger.Error("delivery attempt panicked; failing the delivery", "delivery", d.ID, "panic", r,
+				"stack", string(debug.Stack()))
+			w.finish(ctx, d, Outcome{State: StateFailed, Message: "internal error"}, []event.Entry{
+				deliveryEntry(d, event.Failed, w.cfg.Now(), map[string]any{"reason": "internal_error", "attempt": d.Attempts})}, nil)
+		}
+	}()
+	w.attempt(ctx, d, pre)
 }
 
 func (w *Worker) rescueLoop(ctx context.Context) {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/sending"
+	"github.com/postline/postline/internal/suppression"
 )
 
 // stmtCache keeps the queue's statements prepared on SQLite's single writer
@@ -301,17 +303,26 @@ func (s Sending) CompleteMany(ctx context.Context, owner string, cs []sending.Co
 			return err
 		}
 		var entries []event.Entry
+		var bounces []*suppression.Entry
 		for _, i := range order {
 			if !held[i] {
 				continue // the lease was lost: someone else owns this attempt now
 			}
 			if b := cs[i].Bounce; b != nil {
-				if _, err := s.stmts.exec(ctx, q, insertBounce, b.DomainID, b.Type, b.RecipientType, b.Recipient, b.Source,
-					ms(b.CreatedAt)); err != nil {
-					return notFound(err, "suppression")
-				}
+				bounces = append(bounces, b)
 			}
 			entries = append(entries, cs[i].Entries...)
+		}
+		// In key order, so that two processes' groups lock suppression keys
+		// in the same order and cannot deadlock on them.
+		slices.SortFunc(bounces, func(a, b *suppression.Entry) int {
+			return cmp.Or(cmpInt(a.DomainID, b.DomainID), strings.Compare(a.Recipient, b.Recipient))
+		})
+		for _, b := range bounces {
+			if _, err := s.stmts.exec(ctx, q, insertBounce, b.DomainID, b.Type, b.RecipientType, b.Recipient, b.Source,
+				ms(b.CreatedAt)); err != nil {
+				return notFound(err, "suppression")
+			}
 		}
 		return NewEvents(s.db).In(q).Insert(ctx, entries)
 	})

@@ -72,6 +72,6 @@ func (s Tracking) Record(ctx context.Context, m tracking.Mark) (bool, error) {
 // IsTrackingHost implements tracking.Store.
 func (s Tracking) IsTrackingHost(ctx context.Context, host string) (bool, error) {
 	var n int
-	err := s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM domains WHERE tracking_domain = $1`, host).Scan(&n)
+	err := s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM domains WHERE tracking_domain = $1 AND tracking_domain <> ''`, host).Scan(&n)
 	return n > 0, err
 }

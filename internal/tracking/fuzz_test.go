@@ -16,6 +16,26 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
+// FuzzDecodeMutation: changing any byte of a valid token invalidates it.
+func FuzzDecodeMutation(f *testing.F) {
+	f.Add(int64(42), 3, 0, byte('x'))
+	f.Add(int64(1), 0, 5, byte('A'))
+	f.Fuzz(func(t *testing.T, id int64, link, pos int, b byte) {
+		if id <= 0 || link < 0 || link > 1000 {
+			return
+		}
+		text := testSigner.Encode(Token{Click, id, link})
+		pos = ((pos % len(text)) + len(text)) % len(text)
+		if text[pos] == b {
+			return
+		}
+		mutated := text[:pos] + string([]byte{b}) + text[pos+1:]
+		if tok, ok := testSigner.Decode(Click, mutated); ok {
+			t.Fatalf("%q (from %q) decoded to %+v", mutated, text, tok)
+		}
+	})
+}
+
 // FuzzRewrite: rewriting every link to itself finds the same links again,
 // so click indices computed at build time and at click time agree.
 func FuzzRewrite(f *testing.F) {

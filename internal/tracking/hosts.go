@@ -24,6 +24,9 @@ const hostCacheTTL, hostCacheSize = 30 * time.Second, 4096
 // IsTrackingHost reports whether host is some domain's tracking domain.
 func (s *Service) IsTrackingHost(ctx context.Context, host string) (bool, error) {
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if host == "" { // HTTP/1.0 without Host: the service's own clients and probes
+		return false, nil
+	}
 	now := s.now()
 	s.hosts.mu.Lock()
 	e, ok := s.hosts.m[host]
@@ -42,4 +45,30 @@ func (s *Service) IsTrackingHost(ctx context.Context, host string) (bool, error)
 	s.hosts.m[host] = hostEntry{tracking: yes, at: now}
 	s.hosts.mu.Unlock()
 	return yes, nil
+}
+
+// repeatCache remembers recently recorded hits so that the same client
+// (address and User-Agent) hitting the same URL again within repeatWindow
+// is answered but not recorded again: a double click, a client fetching an
+// image twice, or a script hammering its own pixel costs no write. Opens
+// and clicks further apart are all recorded. Per process, bounded.
+type repeatCache struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+const repeatWindow, repeatCacheSize = 2 * time.Second, 50000
+
+// seen reports whether key was recorded within the window, and notes it.
+func (c *repeatCache) seen(key string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at, ok := c.m[key]; ok && now.Sub(at) < repeatWindow {
+		return true
+	}
+	if c.m == nil || len(c.m) >= repeatCacheSize {
+		c.m = map[string]time.Time{}
+	}
+	c.m[key] = now
+	return false
 }

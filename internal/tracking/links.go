@@ -114,8 +114,22 @@ func trackable(attrs []xhtml.Attribute) (string, bool) {
 // closing </body>, or at the end when there is none.
 func AddPixel(body, src string) string {
 	img := `<img src="` + html.EscapeString(src) + `" width="1" height="1" alt="" style="display:block;width:1px;height:1px;border:0">`
-	if i := strings.LastIndex(strings.ToLower(body), "</body>"); i >= 0 {
+	if i := lastCloseBody(body); i >= 0 {
 		return body[:i] + img + body[i:]
 	}
 	return body + img
+}
+
+// lastCloseBody is the byte offset of the last "</body>" in any ASCII
+// case, or -1. It compares bytes of body itself: lower-casing the whole
+// body first would shift offsets wherever case mapping changes a
+// character's UTF-8 length (Ⱥ, İ, invalid bytes).
+func lastCloseBody(body string) int {
+	const tag = "</body>"
+	for i := len(body) - len(tag); i >= 0; i-- {
+		if body[i] == '<' && strings.EqualFold(body[i:i+len(tag)], tag) {
+			return i
+		}
+	}
+	return -1
 }

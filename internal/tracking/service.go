@@ -2,6 +2,7 @@ package tracking
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/postline/postline/internal/apperr"
@@ -82,6 +83,7 @@ type Service struct {
 	signer Signer
 	now    func() time.Time
 	hosts  hostCache
+	repeat repeatCache
 }
 
 // NewService returns a Service; events may be nil (no live-tail wake-ups).
@@ -180,6 +182,9 @@ func (s *Service) record(ctx context.Context, t Target, col Column, typ event.Ty
 		details["bot"], col = bot, NoMark
 	}
 	at := s.now()
+	if s.repeat.seen(fmt.Sprint(typ, t.DeliveryID, details["link_index"], details["ip"], details["user_agent"], details["source"]), at) {
+		return nil
+	}
 	_, err := s.store.Record(ctx, Mark{DeliveryID: t.DeliveryID, Column: col, At: at, Suppression: supp,
 		Entries: func(first bool) []event.Entry {
 			details["first"] = first

@@ -100,6 +100,15 @@ func TestAddPixel(t *testing.T) {
 	if got := AddPixel("<p>x</p>", "u"); !strings.HasPrefix(got, "<p>x</p><img") {
 		t.Errorf("pixel not appended: %s", got)
 	}
+	// Characters whose lower case has another UTF-8 length, and invalid
+	// bytes: the pixel still goes just before </body>, nothing is cut.
+	for _, text := range []string{strings.Repeat("Ⱥ", 20), strings.Repeat("İ", 5), "bad ÿþ bytes", "K (Kelvin) ſ"} {
+		body := "<html><body><p>" + text + "</p></BoDy></html>"
+		got := AddPixel(body, "u")
+		if want := "<html><body><p>" + text + `</p><img src="u"`; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "</BoDy></html>") {
+			t.Errorf("AddPixel with %q = %q", text, got)
+		}
+	}
 }
 
 func TestApply(t *testing.T) {
