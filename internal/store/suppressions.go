@@ -65,13 +65,16 @@ func likePattern(s string) string {
 
 // List implements suppression.Store.
 func (s Suppressions) List(ctx context.Context, p suppression.ListParams) ([]suppression.Entry, int, error) {
-	where := `domain_id = $1 AND type = $2`
+	from, where := "suppressions", `domain_id = $1 AND type = $2`
 	args := []any{p.DomainID, p.Type}
 	if p.Search != "" {
 		search := strings.ToLower(p.Search)
 		if s.db.Dialect == SQLite && utf8.RuneCountInString(search) >= 3 {
-			// The trigram index: a quoted phrase matches it as a substring.
-			where += ` AND id IN (SELECT rowid FROM suppressions_fts WHERE suppressions_fts MATCH $3)`
+			// The trigram index (a quoted phrase matches as a substring)
+			// drives: CROSS JOIN keeps SQLite from walking the domain's whole
+			// list and probing the matches instead.
+			from = `(SELECT s.* FROM suppressions_fts CROSS JOIN suppressions s ON s.id = suppressions_fts.rowid
+				WHERE suppressions_fts MATCH $3) AS suppressions`
 			args = append(args, `"`+strings.ReplaceAll(search, `"`, `""`)+`"`)
 		} else { // PostgreSQL's trigram index serves LIKE; shorter searches scan
 			where += ` AND recipient LIKE $3 ESCAPE '\'`
@@ -82,14 +85,14 @@ func (s Suppressions) List(ctx context.Context, p suppression.ListParams) ([]sup
 	// the matches is the price (trigram-indexed on PostgreSQL).
 	countQ := `SELECT COALESCE((SELECT n FROM suppression_counts WHERE domain_id = $1 AND type = $2), 0)`
 	if p.Search != "" {
-		countQ = `SELECT COUNT(*) FROM suppressions WHERE ` + where
+		countQ = `SELECT COUNT(*) FROM ` + from + ` WHERE ` + where
 	}
 	var total int
 	if err := s.db.r.QueryRowContext(ctx, countQ, args...).Scan(&total); err != nil {
 		return nil, 0, notFound(err, "suppressions")
 	}
 	n := len(args)
-	rows, err := s.db.r.QueryContext(ctx, `SELECT `+suppressionCols+` FROM suppressions WHERE `+where+
+	rows, err := s.db.r.QueryContext(ctx, `SELECT `+suppressionCols+` FROM `+from+` WHERE `+where+
 		` ORDER BY created_at DESC, id DESC LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2),
 		append(args, p.Limit, p.Offset)...)
 	if err != nil {
