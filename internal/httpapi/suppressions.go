@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -141,6 +142,13 @@ func stringField(fe apperr.FieldErrors, in map[string]json.RawMessage, name stri
 }
 
 func (s *Server) handleDeleteSuppression(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	return s.deleteByID(w, r, p, "Suppression", s.Suppressions.Remove)
+}
+
+// deleteByID answers DELETE .../{id} of something a domain owns: the id
+// checked, the domain the caller's, then remove(domainID, id).
+func (s *Server) deleteByID(w http.ResponseWriter, r *http.Request, p account.Principal, what string,
+	remove func(ctx context.Context, domainID, id int64) error) error {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id < 1 {
 		return apperr.Field("id", "The id must be a positive integer.")
@@ -149,9 +157,9 @@ func (s *Server) handleDeleteSuppression(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
-	if err := s.Suppressions.Remove(r.Context(), d.ID, id); err != nil {
+	if err := remove(r.Context(), d.ID, id); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": fmt.Sprintf("Suppression %d removed.", id)})
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": fmt.Sprintf("%s %d removed.", what, id)})
 	return nil
 }

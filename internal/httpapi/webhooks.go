@@ -1,12 +1,9 @@
 package httpapi
 
 import (
-	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/postline/postline/internal/account"
-	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/webhook"
 )
 
@@ -82,17 +79,5 @@ func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request, p ac
 }
 
 func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, p account.Principal) error {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id < 1 {
-		return apperr.Field("id", "The id must be a positive integer.")
-	}
-	d, err := s.Domains.Owned(r.Context(), p.AccountID, r.PathValue("domain"))
-	if err != nil {
-		return err
-	}
-	if err := s.Webhooks.Delete(r.Context(), d.ID, id); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": fmt.Sprintf("Webhook %d removed.", id)})
-	return nil
+	return s.deleteByID(w, r, p, "Webhook", s.Webhooks.Delete)
 }

@@ -8,6 +8,7 @@ import (
 	"log"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/emersion/go-smtp"
@@ -42,6 +43,8 @@ type Server struct {
 	srv      *smtp.Server
 	ln       net.Listener
 	done     chan struct{}
+	ready    chan struct{} // closed once Listen has run
+	once     sync.Once
 }
 
 // New returns a Server that records through st and trk; events (may be
@@ -62,7 +65,7 @@ func New(cfg Config, st tracking.Store, trk *tracking.Service, events *event.Ser
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, store: st, tracking: trk, events: events, done: make(chan struct{}),
+	s := &Server{cfg: cfg, store: st, tracking: trk, events: events, done: make(chan struct{}), ready: make(chan struct{}),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "postline_inbound_messages_total",
 			Help: "Inbound SMTP outcomes per recipient: refused, message too large, and what its report was (recorded)."},
 			[]string{"outcome"})}
@@ -85,6 +88,7 @@ func New(cfg Config, st tracking.Store, trk *tracking.Service, events *event.Ser
 
 // Listen starts serving on addr ("host:port").
 func (s *Server) Listen(addr string) error {
+	defer s.once.Do(func() { close(s.ready) })
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("inbound SMTP: %w", err)
@@ -100,8 +104,16 @@ func (s *Server) Listen(addr string) error {
 	return nil
 }
 
-// Addr is the address the server listens on.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+// Addr is the address the server listens on, once Listen has run (it
+// waits for that: serve starts the listener in the background); empty if
+// listening failed.
+func (s *Server) Addr() string {
+	<-s.ready
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
 
 // Shutdown stops accepting and waits (until ctx ends) for sessions to end.
 func (s *Server) Shutdown(ctx context.Context) error {
