@@ -120,6 +120,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		RelayAllowlist: cfg.RelayAllowlist,
 		SPFRecord:      cfg.SPFRecord,
 		PublicHost:     publicHost(cfg.EffectivePublicURL()),
+		ServiceHosts:   []string{listenHost(cfg.Addr)},
 		DKIMKeyBits:    opts.DKIMKeyBits,
 	})
 	a.Suppressions = suppression.NewService(store.NewSuppressions(db), nil)
@@ -157,6 +158,11 @@ func (a *App) rateCounter(ctx context.Context) (ratelimit.Counter, error) {
 	default:
 		return ratelimit.NewMemory(), nil
 	}
+}
+
+func listenHost(addr string) string {
+	h, _, _ := net.SplitHostPort(addr)
+	return h
 }
 
 func publicHost(u string) string {

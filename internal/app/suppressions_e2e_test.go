@@ -53,7 +53,7 @@ func TestSuppressionListsOverHTTP(t *testing.T) {
 
 		for _, c := range []struct{ query, field string }{
 			{"type=spam", "type"}, {"per_page=5", "per_page"}, {"per_page=500", "per_page"}, {"page=0", "page"},
-			{"page=abc", "page"}, {"per_page=1.5", "per_page"},
+			{"page=abc", "page"}, {"per_page=1.5", "per_page"}, {"search=ab%00cd", "search"}, {"search=%00", "search"},
 		} {
 			resp := get("/api/domains/alice.example/suppressions?"+c.query, alice)
 			errs, _ := resp.JSON["errors"].(map[string]any)

@@ -17,6 +17,10 @@ func TestNormalizeName(t *testing.T) {
 		{"a..b.example", ""},
 		{"", ""},
 		{"has space.example", ""},
+		{"0.0.1", ""},
+		{"10.0.0.1", ""},
+		{"a.123", ""},
+		{"x.y2k", "x.y2k"},
 	}
 	for _, c := range cases {
 		got, err := NormalizeName(c.in)
@@ -62,12 +66,12 @@ func TestCheckDelivery(t *testing.T) {
 
 func TestTrackingAndAuthHosts(t *testing.T) {
 	t.Parallel()
-	s := NewService(nil, nil, Config{PublicHost: "mail.shop.example"})
+	s := NewService(nil, nil, Config{PublicHost: "mail.shop.example", ServiceHosts: []string{"api.shop.example"}})
 	d := Domain{Name: "shop.example"}
 	for host, ok := range map[string]bool{
 		"track.shop.example": true, "Bounces.Shop.Example.": true, "a.b.shop.example": true, "": true,
 		"shop.example": false, "evilshop.example": false, "track.other.example": false, "mail.shop.example": false,
-		"127.0.0.1": false, "-x.shop.example": false,
+		"127.0.0.1": false, "-x.shop.example": false, "api.shop.example": false,
 	} {
 		_, err := s.subdomainOrEmpty("host", d, host)
 		if (err == nil) != ok {

@@ -21,8 +21,11 @@ type Config struct {
 	RelayAllowlist []string
 	SPFRecord      string // TXT value to publish at the domain
 	PublicHost     string // target of tracking and return-path CNAMEs
-	DKIMKeyBits    int    // default 2048
-	Now            func() time.Time
+	// ServiceHosts are other names the service answers on (the listen
+	// address's host); no tenant may claim them.
+	ServiceHosts []string
+	DKIMKeyBits  int // default 2048
+	Now          func() time.Time
 }
 
 // Service is the domain capability.
@@ -172,8 +175,10 @@ func (s *Service) subdomainOrEmpty(field string, d Domain, host string) (string,
 	if !strings.HasSuffix(h, "."+d.Name) {
 		return "", apperr.Field(field, fmt.Sprintf("must be a subdomain of %s, e.g. track.%s", d.Name, d.Name))
 	}
-	if s.cfg.PublicHost != "" && strings.EqualFold(h, s.cfg.PublicHost) {
-		return "", apperr.Field(field, "must not be the service's own host name")
+	for _, own := range append([]string{s.cfg.PublicHost}, s.cfg.ServiceHosts...) {
+		if own != "" && strings.EqualFold(h, strings.TrimSuffix(own, ".")) {
+			return "", apperr.Field(field, "must not be the service's own host name")
+		}
 	}
 	return h, nil
 }
@@ -261,10 +266,16 @@ func NormalizeName(name string) (string, error) {
 	if err != nil || len(a) > 253 || !strings.Contains(a, ".") {
 		return "", fmt.Errorf("%q is not a valid domain name", name)
 	}
-	for _, l := range strings.Split(a, ".") {
+	labels := strings.Split(a, ".")
+	for _, l := range labels {
 		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
 			return "", fmt.Errorf("%q is not a valid domain name", name)
 		}
+	}
+	// No top-level domain is all digits (RFC 3696 §2): such a name is an
+	// IP address, or would be read as one.
+	if strings.Trim(labels[len(labels)-1], "0123456789") == "" {
+		return "", fmt.Errorf("%q is not a valid domain name (an IP address?)", name)
 	}
 	return strings.ToLower(a), nil
 }

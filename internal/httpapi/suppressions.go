@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
@@ -51,6 +52,8 @@ func (s *Server) listSuppressions(w http.ResponseWriter, r *http.Request, p acco
 	search := q.Get("search")
 	if len(search) > 254 {
 		fe.Add("search", "The search field must not be greater than 254 characters.")
+	} else if strings.ContainsRune(search, 0) {
+		fe.Add("search", "The search field must not contain NUL characters.")
 	}
 	if err := fe.Err(); err != nil {
 		return err

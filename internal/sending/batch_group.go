@@ -62,8 +62,8 @@ func (b *batcher[J]) do(ctx context.Context, job J) error {
 	for i, o := range calls {
 		jobs[i] = o.job
 	}
-	// Deferred so that a panicking commit still hands over and releases the
-	// group (its members retry alone) instead of wedging every later call.
+	// Deferred so that even a panicking lone commit hands over instead of
+	// wedging every later call.
 	err := errRetryAlone
 	defer func() {
 		b.mu.Lock()
@@ -84,11 +84,26 @@ func (b *batcher[J]) do(ctx context.Context, job J) error {
 	// away must not cancel it (the others would all retry alone).
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
 	defer cancel()
-	err = b.commit(cctx, jobs)
+	err = b.commitRecovered(cctx, jobs)
 	if err != nil && n > 1 {
 		err = errRetryAlone
 	}
 	return err
+}
+
+// commitRecovered turns a panic in a group's commit into errRetryAlone for
+// every member, the leader included: the panic may come from anyone's job,
+// and only the culprit's own retry should meet it again.
+func (b *batcher[J]) commitRecovered(ctx context.Context, jobs []J) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if len(jobs) == 1 {
+				panic(r) // alone, the job is the culprit
+			}
+			err = errRetryAlone
+		}
+	}()
+	return b.commit(ctx, jobs)
 }
 
 // groupTimeout bounds one group's transaction.

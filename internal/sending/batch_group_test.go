@@ -216,32 +216,54 @@ func TestWorkerCompleteFallsBackAlone(t *testing.T) {
 	}
 }
 
-// A commit that panics releases its group (they retry alone) and the
-// batcher keeps working.
+// A group whose commit panics (someone's job is bad) gives every member,
+// the leader included, errRetryAlone; a lone job that panics panics its
+// own caller; the batcher keeps working after both.
 func TestBatcherSurvivesPanickingCommit(t *testing.T) {
 	t.Parallel()
-	calls := 0
-	b := &batcher[int]{max: 8, commit: func(_ context.Context, jobs []int) error {
-		calls++
-		if calls == 1 {
-			panic("boom")
+	g := newGate()
+	g.fail = func(jobs []int) error {
+		if slices.Contains(jobs, 2) {
+			panic("bad job 2")
 		}
 		return nil
-	}}
+	}
+	b := &batcher[int]{max: 8, commit: g.commit}
+	first := make(chan error, 1)
+	go func() { first <- b.do(context.Background(), 1) }()
+	<-g.entered // job 1 leads alone; jobs 2 and 3 queue behind it
+	errs := make(chan error, 2)
+	for _, j := range []int{2, 3} {
+		go func() { errs <- b.do(context.Background(), j) }()
+	}
+	waitQueued(t, b, 2)
+	g.release <- struct{}{} // job 1 commits; [2 3] leads next
+	if err := <-first; err != nil {
+		t.Fatalf("job 1: %v", err)
+	}
+	<-g.entered
+	g.release <- struct{}{} // the group [2 3] panics
+	for range 2 {
+		if err := <-errs; !errors.Is(err, errRetryAlone) {
+			t.Errorf("member of the panicking group: %v, want errRetryAlone", err)
+		}
+	}
 	func() {
 		defer func() {
 			if recover() == nil {
-				t.Error("the leader did not see the panic")
+				t.Error("a lone bad job did not panic its caller")
 			}
 		}()
-		b.do(context.Background(), 1)
+		g.release <- struct{}{}
+		b.do(context.Background(), 2)
 	}()
+	<-g.entered
 	done := make(chan error, 1)
-	go func() { done <- b.do(context.Background(), 2) }()
+	go func() { g.release <- struct{}{}; done <- b.do(context.Background(), 4) }()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("after a panic: %v", err)
+			t.Fatalf("after the panics: %v", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the batcher is wedged after a panicking commit")

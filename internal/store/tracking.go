@@ -69,9 +69,12 @@ func (s Tracking) Record(ctx context.Context, m tracking.Mark) (bool, error) {
 	return first, err
 }
 
-// IsTrackingHost implements tracking.Store.
+// IsTrackingHost implements tracking.Store. Only verified domains count:
+// routing a host to tracking paths alone is a claim on that host, and
+// verification proves control of the domain it sits under.
 func (s Tracking) IsTrackingHost(ctx context.Context, host string) (bool, error) {
 	var n int
-	err := s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM domains WHERE tracking_domain = $1 AND tracking_domain <> ''`, host).Scan(&n)
+	err := s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM domains
+		WHERE tracking_domain = $1 AND tracking_domain <> '' AND verified_at IS NOT NULL`, host).Scan(&n)
 	return n > 0, err
 }

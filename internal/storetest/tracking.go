@@ -99,8 +99,16 @@ func testTracking(t *testing.T, db *store.DB) {
 	if err := store.NewDomains(db, box).UpdateDomain(ctx, dom); err != nil {
 		t.Fatal(err)
 	}
+	if ok, err := s.IsTrackingHost(ctx, "t.track.example"); err != nil || ok {
+		t.Errorf("IsTrackingHost of an unverified domain = %v, %v; want false", ok, err)
+	}
+	verified := now
+	dom.VerifiedAt = &verified
+	if err := store.NewDomains(db, box).UpdateDomain(ctx, dom); err != nil {
+		t.Fatal(err)
+	}
 	if ok, err := s.IsTrackingHost(ctx, "t.track.example"); err != nil || !ok {
-		t.Errorf("IsTrackingHost after setting = %v, %v", ok, err)
+		t.Errorf("IsTrackingHost after setting and verifying = %v, %v", ok, err)
 	}
 	back, err := store.NewDomains(db, box).DomainByID(ctx, dom.ID)
 	if err != nil || back.Tracking != dom.Tracking {

@@ -59,16 +59,20 @@ type repeatCache struct {
 
 const repeatWindow, repeatCacheSize = 2 * time.Second, 50000
 
-// seen reports whether key was recorded within the window, and notes it.
-func (c *repeatCache) seen(key string, now time.Time) bool {
+// recent reports whether key was recorded within the window.
+func (c *repeatCache) recent(key string, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if at, ok := c.m[key]; ok && now.Sub(at) < repeatWindow {
-		return true
-	}
+	at, ok := c.m[key]
+	return ok && now.Sub(at) < repeatWindow
+}
+
+// note remembers that key was recorded at now.
+func (c *repeatCache) note(key string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= repeatCacheSize {
 		c.m = map[string]time.Time{}
 	}
 	c.m[key] = now
-	return false
 }

@@ -182,18 +182,30 @@ func (s *Service) record(ctx context.Context, t Target, col Column, typ event.Ty
 		details["bot"], col = bot, NoMark
 	}
 	at := s.now()
-	if s.repeat.seen(fmt.Sprint(typ, t.DeliveryID, details["link_index"], details["ip"], details["user_agent"], details["source"]), at) {
-		return nil
+	// Unsubscribes are never skipped: they are idempotent, and a retry after
+	// a failed write must write.
+	key := ""
+	if supp == nil {
+		key = fmt.Sprintf("%s\x00%d\x00%v\x00%v\x00%v", typ, t.DeliveryID, details["link_index"], details["ip"], details["user_agent"])
+		if s.repeat.recent(key, at) {
+			return nil
+		}
 	}
 	_, err := s.store.Record(ctx, Mark{DeliveryID: t.DeliveryID, Column: col, At: at, Suppression: supp,
 		Entries: func(first bool) []event.Entry {
 			details["first"] = first
 			return []event.Entry{t.Entry(typ, at, details)}
 		}})
-	if err == nil && s.events != nil {
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		s.repeat.note(key, at) // only a hit that was written makes repeats skippable
+	}
+	if s.events != nil {
 		s.events.Wake(t.DomainID)
 	}
-	return err
+	return nil
 }
 
 func clientDetails(c Client) map[string]any {
