@@ -106,9 +106,13 @@ func (s *Server) Listen(addr string) error {
 
 // Addr is the address the server listens on, once Listen has run (it
 // waits for that: serve starts the listener in the background); empty if
-// listening failed.
+// listening failed or has not started within 10 s.
 func (s *Server) Addr() string {
-	<-s.ready
+	select {
+	case <-s.ready:
+	case <-time.After(10 * time.Second):
+		return ""
+	}
 	if s.ln == nil {
 		return ""
 	}

@@ -70,12 +70,17 @@ func (s Webhooks) Create(ctx context.Context, w webhook.Webhook) (webhook.Webhoo
 	for i, t := range w.EventTypes {
 		types[i] = string(t)
 	}
-	err := s.db.w.QueryRowContext(ctx, `INSERT INTO webhooks (domain_id, url, secret, event_types, last_event_id,
-		next_attempt_at, created_at)
-		VALUES ($1, $2, $3, $4, COALESCE((SELECT MAX(id) FROM events WHERE domain_id = $1), 0), $5, $6)
-		RETURNING id, last_event_id`,
-		w.DomainID, w.URL, s.box.Seal([]byte(w.Secret)), strings.Join(types, ","), ms(w.NextAttemptAt), ms(w.CreatedAt)).
-		Scan(&w.ID, &w.Cursor)
+	// From the horizon, not the newest id: on PostgreSQL an entry below the
+	// newest may still commit, and it belongs to "from now on".
+	_, hi, err := NewEvents(s.db).Bounds(ctx, event.Filter{DomainID: w.DomainID})
+	if err != nil {
+		return w, err
+	}
+	w.Cursor = hi
+	err = s.db.w.QueryRowContext(ctx, `INSERT INTO webhooks (domain_id, url, secret, event_types, last_event_id,
+		next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+		w.DomainID, w.URL, s.box.Seal([]byte(w.Secret)), strings.Join(types, ","), hi, ms(w.NextAttemptAt), ms(w.CreatedAt)).
+		Scan(&w.ID)
 	return w, notFound(err, "webhook")
 }
 
@@ -90,10 +95,10 @@ func (s Webhooks) Delete(ctx context.Context, domainID, id int64) error {
 }
 
 // Due implements webhook.Store.
-func (s Webhooks) Due(ctx context.Context, now time.Time, limit int) ([]webhook.Webhook, error) {
+func (s Webhooks) Due(ctx context.Context, now time.Time, afterID int64, limit int) ([]webhook.Webhook, error) {
 	return s.collect(s.db.r.QueryContext(ctx, `SELECT `+webhookCols+` FROM webhooks
-		WHERE next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until < $1) ORDER BY next_attempt_at LIMIT $2`,
-		ms(now), limit))
+		WHERE id > $2 AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until < $1) ORDER BY id LIMIT $3`,
+		ms(now), afterID, limit))
 }
 
 // Lease implements webhook.Store.
@@ -109,10 +114,11 @@ func (s Webhooks) Lease(ctx context.Context, id int64, owner string, cursor int6
 }
 
 // Advance implements webhook.Store.
-func (s Webhooks) Advance(ctx context.Context, id int64, owner string, cursor int64, now time.Time) error {
+func (s Webhooks) Advance(ctx context.Context, id int64, owner string, cursor int64, posted bool, now time.Time) error {
 	_, err := s.db.w.ExecContext(ctx, `UPDATE webhooks SET last_event_id = $3, attempts = 0, last_error = '',
-		last_success_at = $4, next_attempt_at = $4, lease_owner = NULL, lease_until = NULL
-		WHERE id = $1 AND lease_owner = $2`, id, owner, cursor, ms(now))
+		last_success_at = CASE WHEN $5 = 1 THEN $4 ELSE last_success_at END, next_attempt_at = $4,
+		lease_owner = NULL, lease_until = NULL
+		WHERE id = $1 AND lease_owner = $2`, id, owner, cursor, ms(now), b2i(posted))
 	return notFound(err, "webhook")
 }
 

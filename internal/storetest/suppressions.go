@@ -84,6 +84,11 @@ func testSuppressions(t *testing.T, db *store.DB) {
 	if _, total, _ := s.List(ctx, suppression.ListParams{DomainID: d.ID, Type: suppression.Bounce, Search: "b_1@", Limit: 1}); total != 0 {
 		t.Errorf("a deleted entry is still found (%d)", total)
 	}
+	if db.Dialect == store.SQLite { // the index itself agrees with the table (the join above would hide stale rows)
+		if _, err := db.Writer().ExecContext(ctx, `INSERT INTO suppressions_fts (suppressions_fts, rank) VALUES ('integrity-check', 1)`); err != nil {
+			t.Errorf("trigram index out of step with the list after a delete: %v", err)
+		}
+	}
 	add(d.ID, suppression.Bounce, suppression.Email, "b_1@x.example", now.Add(time.Second))
 	page, total, _ = s.List(ctx, suppression.ListParams{DomainID: d.ID, Type: suppression.Unsubscribe, Limit: 10})
 	if total != 0 || page == nil || len(page) != 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,7 +26,7 @@ type DispatcherConfig struct {
 	Poll         time.Duration // how often to look for due webhooks (default 1s)
 	Timeout      time.Duration // per post (default 10s)
 	Lease        time.Duration // how long a webhook is held while posting (default 1m)
-	Concurrency  int           // posts at once (default 4)
+	Concurrency  int           // posts at once (default 8)
 	RetryBase    time.Duration // wait after a first failure, doubling to an hour (default 10s)
 	AllowPrivate bool          // allow loopback and private addresses
 	Now          func() time.Time
@@ -42,6 +43,11 @@ type Dispatcher struct {
 	owner   string
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
+
+	slots    chan struct{}  // posts at once
+	inflight sync.WaitGroup // posts running
+	mu       sync.Mutex
+	running  map[int64]bool // webhooks with a post running
 }
 
 // NewDispatcher returns a Dispatcher reading entries from events and
@@ -57,7 +63,7 @@ func NewDispatcher(cfg DispatcherConfig, st Store, events event.Store, domainNam
 		cfg.Lease = time.Minute
 	}
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 4
+		cfg.Concurrency = 8
 	}
 	if cfg.RetryBase <= 0 {
 		cfg.RetryBase = 10 * time.Second
@@ -72,7 +78,8 @@ func NewDispatcher(cfg DispatcherConfig, st Store, events event.Store, domainNam
 	b := make([]byte, 4)
 	rand.Read(b)
 	return &Dispatcher{cfg: cfg, store: st, events: events, domains: domainName,
-		client: newClient(cfg.AllowPrivate, cfg.Timeout), owner: host + "/" + hex.EncodeToString(b)}
+		client: newClient(cfg.AllowPrivate, cfg.Timeout), owner: host + "/" + hex.EncodeToString(b),
+		slots: make(chan struct{}, cfg.Concurrency), running: map[int64]bool{}}
 }
 
 // Start runs the dispatcher until Stop.
@@ -84,7 +91,7 @@ func (d *Dispatcher) Start(ctx context.Context) {
 		t := time.NewTicker(d.cfg.Poll)
 		defer t.Stop()
 		for {
-			if err := d.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			if err := d.round(ctx); err != nil && ctx.Err() == nil {
 				d.cfg.Logger.Warn("webhooks: dispatch failed", "error", err)
 			}
 			select {
@@ -102,36 +109,84 @@ func (d *Dispatcher) Stop() {
 		d.stop()
 	}
 	d.wg.Wait()
+	d.inflight.Wait()
 }
 
-// RunOnce posts one batch to every due webhook that has entries waiting.
+// RunOnce posts one batch to every due webhook that has entries waiting,
+// and waits for those posts.
 func (d *Dispatcher) RunOnce(ctx context.Context) error {
-	due, err := d.store.Due(ctx, d.cfg.Now(), 100)
-	if err != nil {
-		return err
-	}
-	sem := make(chan struct{}, d.cfg.Concurrency)
-	var wg sync.WaitGroup
-	for _, w := range due {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := d.deliver(ctx, w); err != nil && ctx.Err() == nil {
-				d.cfg.Logger.Warn("webhooks: delivering", "webhook", w.ID, "error", err)
-			}
-		}()
-	}
-	wg.Wait()
-	return nil
+	err := d.round(ctx)
+	d.inflight.Wait()
+	return err
 }
 
-// deliver posts the next batch of w, if there is one.
-func (d *Dispatcher) deliver(ctx context.Context, w Webhook) error {
-	_, hi, err := d.events.Bounds(ctx, event.Filter{DomainID: w.DomainID})
-	if err != nil || hi <= w.Cursor {
-		return err // nothing recorded past the cursor (or nothing that may not still move)
+// round starts a post for every due webhook that has entries past its
+// cursor and no post in flight, while one of the Concurrency slots is free,
+// without waiting for them: a slow endpoint holds its own slot, not the
+// next round.
+// Every due webhook is considered (paged by id), and the log is asked once
+// per domain, so quiet webhooks cannot crowd out busy ones.
+func (d *Dispatcher) round(ctx context.Context) error {
+	now := d.cfg.Now()
+	tops := map[int64]int64{} // domain → log horizon, once per round
+	var after int64
+	for {
+		due, err := d.store.Due(ctx, now, after, 500)
+		if err != nil || len(due) == 0 {
+			return err
+		}
+		after = due[len(due)-1].ID
+		for _, w := range due {
+			top, ok := tops[w.DomainID]
+			if !ok {
+				if _, top, err = d.events.Bounds(ctx, event.Filter{DomainID: w.DomainID}); err != nil {
+					return err
+				}
+				tops[w.DomainID] = top
+			}
+			if top <= w.Cursor || !d.start(w.ID) {
+				continue // nothing past the cursor, or a post for it is still running
+			}
+			select {
+			case d.slots <- struct{}{}:
+			default: // every slot busy: the rest wait for the next round
+				d.finish(w.ID)
+				return nil
+			}
+			d.inflight.Add(1)
+			go func() {
+				defer func() { <-d.slots; d.finish(w.ID); d.inflight.Done() }()
+				if err := d.deliver(ctx, w, top); err != nil && ctx.Err() == nil {
+					d.cfg.Logger.Warn("webhooks: delivering", "webhook", w.ID, "error", err)
+				}
+			}()
+		}
 	}
+}
+
+// start marks a post for webhook id as running; false if one already is.
+func (d *Dispatcher) start(id int64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running[id] {
+		return false
+	}
+	d.running[id] = true
+	return true
+}
+
+func (d *Dispatcher) finish(id int64) {
+	d.mu.Lock()
+	delete(d.running, id)
+	d.mu.Unlock()
+}
+
+// deliver posts the next batch of w (entries up to the horizon hi).
+func (d *Dispatcher) deliver(ctx context.Context, w Webhook, hi int64) error {
+	// What follows the lease is recorded even when the dispatcher stops
+	// mid-post, so that the lease does not linger.
+	rec, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	now := d.cfg.Now()
 	if ok, err := d.store.Lease(ctx, w.ID, d.owner, w.Cursor, now, now.Add(d.cfg.Lease)); err != nil || !ok {
 		return err
@@ -139,10 +194,10 @@ func (d *Dispatcher) deliver(ctx context.Context, w Webhook) error {
 	entries, err := d.events.List(ctx, event.Filter{DomainID: w.DomainID, AfterID: w.Cursor, UpToID: hi,
 		Order: event.OldestFirst, Limit: BatchSize})
 	if err != nil {
-		return d.fail(ctx, w, fmt.Errorf("reading the log: %w", err))
+		return d.fail(rec, w, fmt.Errorf("reading the log: %w", err))
 	}
 	if len(entries) == 0 {
-		return d.store.Advance(ctx, w.ID, d.owner, w.Cursor, d.cfg.Now())
+		return d.store.Advance(rec, w.ID, d.owner, w.Cursor, false, d.cfg.Now())
 	}
 	last := entries[len(entries)-1].ID
 	var batch []event.Entry
@@ -153,10 +208,10 @@ func (d *Dispatcher) deliver(ctx context.Context, w Webhook) error {
 	}
 	if len(batch) > 0 {
 		if err := d.post(ctx, w, batch); err != nil {
-			return d.fail(ctx, w, err)
+			return d.fail(rec, w, err)
 		}
 	}
-	return d.store.Advance(ctx, w.ID, d.owner, last, d.cfg.Now())
+	return d.store.Advance(rec, w.ID, d.owner, last, len(batch) > 0, d.cfg.Now())
 }
 
 func (d *Dispatcher) post(ctx context.Context, w Webhook, batch []event.Entry) error {
@@ -199,6 +254,9 @@ func Backoff(base time.Duration, n int) time.Duration {
 
 func (d *Dispatcher) fail(ctx context.Context, w Webhook, cause error) error {
 	msg := cause.Error()
+	if errors.Is(cause, errForbiddenAddress) {
+		msg = errForbiddenAddress.Error() // not the address: that would map the operator's network
+	}
 	if len(msg) > 500 {
 		msg = msg[:500]
 	}

@@ -170,6 +170,26 @@ func testDispatcher(t *testing.T, db *store.DB) {
 		t.Errorf("after a failed post: %+v", list[1])
 	}
 
+	// Quiet webhooks (more than one page of them) never crowd out a busy one.
+	for range 600 {
+		if _, err := st.Create(ctx, webhook.Webhook{DomainID: other.ID, URL: "https://quiet.example/", Secret: "s",
+			CreatedAt: time.Now(), NextAttemptAt: time.Now().Add(-time.Hour)}); err != nil { // due longest: first in line
+			t.Fatal(err)
+		}
+	}
+	before, _, _ := all.snapshot()
+	record(4, event.Delivered)
+	for range 50 {
+		d1.RunOnce(ctx)
+		if a, _, _ := all.snapshot(); len(a) == len(before)+4 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if a, _, _ := all.snapshot(); len(a) != len(before)+4 {
+		t.Errorf("behind 600 quiet webhooks the busy one got %d new entries, want 4", len(a)-len(before))
+	}
+
 	// Validation and ownership.
 	for _, bad := range []struct {
 		url   string

@@ -37,19 +37,21 @@ func (w Webhook) Wants(t event.Type) bool {
 
 // Store is the storage of webhooks. Missing rows are apperr.NotFound.
 type Store interface {
-	// Create stores w with its cursor at the domain's newest log entry.
+	// Create stores w with its cursor at the domain's log horizon (its
+	// newest entry that can no longer be preceded by one still committing).
 	Create(ctx context.Context, w Webhook) (Webhook, error)
 	List(ctx context.Context, domainID int64) ([]Webhook, error)
 	Delete(ctx context.Context, domainID, id int64) error
-	// Due lists webhooks whose next attempt is due and that no live lease
-	// holds (the dispatcher then checks for entries and leases one).
-	Due(ctx context.Context, now time.Time, limit int) ([]Webhook, error)
+	// Due lists, by id after afterID, up to limit webhooks whose next
+	// attempt is due and that no live lease holds (the dispatcher then
+	// checks for entries and leases one).
+	Due(ctx context.Context, now time.Time, afterID int64, limit int) ([]Webhook, error)
 	// Lease takes webhook id for owner until leaseUntil if it is free (or
 	// its lease expired) and still at cursor; false when someone else has it.
 	Lease(ctx context.Context, id int64, owner string, cursor int64, now, leaseUntil time.Time) (bool, error)
-	// Advance records a successful post (or a batch with nothing to post):
-	// the new cursor, no failures, and frees the lease.
-	Advance(ctx context.Context, id int64, owner string, cursor int64, now time.Time) error
+	// Advance records a successful post (posted) or a batch with nothing
+	// to post: the new cursor, no failures, and frees the lease.
+	Advance(ctx context.Context, id int64, owner string, cursor int64, posted bool, now time.Time) error
 	// Fail records a failed post and frees the lease until next.
 	Fail(ctx context.Context, id int64, owner string, next time.Time, msg string) error
 }
