@@ -22,6 +22,7 @@ func (a *App) openTracking(secretKey []byte) error {
 	a.TrackingURLs = &urls
 	st := store.NewTracking(a.DB)
 	a.Tracking = tracking.NewService(st, a.Events, a.TrackingSigner, nil)
+	a.Tracking.ServeOn(publicHost(a.Config.EffectivePublicURL()), listenHost(a.Config.Addr))
 	if a.Config.SMTPListen != "" {
 		a.Inbound = inbound.New(inbound.Config{Domain: a.Config.HeloName, VERPKey: verpKey(secretKey),
 			MaxMessageBytes: a.Config.SMTPMaxBytes, Registerer: a.Registry,

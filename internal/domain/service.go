@@ -176,7 +176,7 @@ func (s *Service) subdomainOrEmpty(field string, d Domain, host string) (string,
 		return "", apperr.Field(field, fmt.Sprintf("must be a subdomain of %s, e.g. track.%s", d.Name, d.Name))
 	}
 	for _, own := range append([]string{s.cfg.PublicHost}, s.cfg.ServiceHosts...) {
-		if own != "" && strings.EqualFold(h, strings.TrimSuffix(own, ".")) {
+		if a, err := NormalizeName(own); err == nil && a == h { // A-label form, as h is
 			return "", apperr.Field(field, "must not be the service's own host name")
 		}
 	}

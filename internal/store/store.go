@@ -172,8 +172,10 @@ func (db *DB) InTx(ctx context.Context, fn func(q Querier) error) error {
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
+	// Rolls back when fn panics (a no-op after Commit): a recovered panic
+	// must not leave the transaction, and SQLite's one writer, held.
+	defer tx.Rollback() //nolint:errcheck
 	if err := fn(tx); err != nil {
-		tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {

@@ -95,10 +95,19 @@ func (s Webhooks) Delete(ctx context.Context, domainID, id int64) error {
 }
 
 // Due implements webhook.Store.
-func (s Webhooks) Due(ctx context.Context, now time.Time, afterID int64, limit int) ([]webhook.Webhook, error) {
+func (s Webhooks) Due(ctx context.Context, now time.Time, after webhook.Position, limit int) ([]webhook.Webhook, error) {
 	return s.collect(s.db.r.QueryContext(ctx, `SELECT `+webhookCols+` FROM webhooks
-		WHERE id > $2 AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until < $1) ORDER BY id LIMIT $3`,
-		ms(now), afterID, limit))
+		WHERE next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
+		AND (next_attempt_at > $2 OR (next_attempt_at = $2 AND id > $3))
+		ORDER BY next_attempt_at, id LIMIT $4`,
+		ms(now), ms(after.NextAttemptAt), after.ID, limit))
+}
+
+// Release implements webhook.Store.
+func (s Webhooks) Release(ctx context.Context, id int64, owner string) error {
+	_, err := s.db.w.ExecContext(ctx, `UPDATE webhooks SET lease_owner = NULL, lease_until = NULL
+		WHERE id = $1 AND lease_owner = $2`, id, owner)
+	return notFound(err, "webhook")
 }
 
 // Lease implements webhook.Store.

@@ -24,6 +24,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("RateCounter", func(t *testing.T) { t.Parallel(); testRateCounter(t, open(t)) })
 	t.Run("Tracking", func(t *testing.T) { t.Parallel(); testTracking(t, open(t)) })
 	t.Run("SendingBatches", func(t *testing.T) { t.Parallel(); testSendingBatches(t, open(t)) })
+	t.Run("InTxPanic", func(t *testing.T) { t.Parallel(); testInTxPanic(t, open(t)) })
 	t.Run("MigrateTwice", func(t *testing.T) {
 		t.Parallel()
 		db := open(t)
@@ -150,5 +151,34 @@ func testRateCounter(t *testing.T, db *store.DB) {
 	}
 	if n, _ := c.Incr(ctx, "other", w, time.Minute); n != 1 {
 		t.Fatalf("another key starts at %d, want 1", n)
+	}
+}
+
+// testInTxPanic: a panic inside a transaction, once recovered, leaves no
+// transaction open (on SQLite it would hold the only writer) and nothing
+// of its writes.
+func testInTxPanic(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	func() {
+		defer func() { recover() }()
+		db.InTx(ctx, func(q store.Querier) error {
+			if _, err := q.ExecContext(ctx, `INSERT INTO accounts (login, created_at) VALUES ('ghost', 1)`); err != nil {
+				t.Error(err)
+			}
+			panic("boom")
+		})
+	}()
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := db.InTx(wctx, func(q store.Querier) error {
+		_, err := q.ExecContext(wctx, `INSERT INTO accounts (login, created_at) VALUES ('alive', 1)`)
+		return err
+	}); err != nil {
+		t.Fatalf("a write after a recovered panic: %v", err)
+	}
+	var n int
+	db.Reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM accounts WHERE login = 'ghost'`).Scan(&n)
+	if n != 0 {
+		t.Errorf("the panicked transaction's row was kept")
 	}
 }

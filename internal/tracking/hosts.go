@@ -21,10 +21,21 @@ type hostEntry struct {
 
 const hostCacheTTL, hostCacheSize = 30 * time.Second, 4096
 
+// ServeOn names the hosts the service itself answers on: they are never
+// treated as tracking domains, whatever a domain's stored settings say.
+func (s *Service) ServeOn(hosts ...string) {
+	s.own = map[string]bool{}
+	for _, h := range hosts {
+		if h = strings.ToLower(strings.TrimSuffix(h, ".")); h != "" {
+			s.own[h] = true
+		}
+	}
+}
+
 // IsTrackingHost reports whether host is some domain's tracking domain.
 func (s *Service) IsTrackingHost(ctx context.Context, host string) (bool, error) {
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	if host == "" { // HTTP/1.0 without Host: the service's own clients and probes
+	if host == "" || s.own[host] { // no Host (HTTP/1.0 probes), or the service's own name
 		return false, nil
 	}
 	now := s.now()

@@ -84,6 +84,7 @@ type Service struct {
 	now    func() time.Time
 	hosts  hostCache
 	repeat repeatCache
+	own    map[string]bool // the service's own host names (ServeOn)
 }
 
 // NewService returns a Service; events may be nil (no live-tail wake-ups).

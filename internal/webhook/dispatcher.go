@@ -124,18 +124,20 @@ func (d *Dispatcher) RunOnce(ctx context.Context) error {
 // cursor and no post in flight, while one of the Concurrency slots is free,
 // without waiting for them: a slow endpoint holds its own slot, not the
 // next round.
-// Every due webhook is considered (paged by id), and the log is asked once
-// per domain, so quiet webhooks cannot crowd out busy ones.
+// Every due webhook is considered, longest due first (one that just posted
+// goes to the back), and the log is asked once per domain, so neither quiet
+// nor busy webhooks can crowd out others.
 func (d *Dispatcher) round(ctx context.Context) error {
 	now := d.cfg.Now()
 	tops := map[int64]int64{} // domain → log horizon, once per round
-	var after int64
+	var after Position        // the zero time sorts before every row
 	for {
 		due, err := d.store.Due(ctx, now, after, 500)
 		if err != nil || len(due) == 0 {
 			return err
 		}
-		after = due[len(due)-1].ID
+		last := due[len(due)-1]
+		after = Position{NextAttemptAt: last.NextAttemptAt, ID: last.ID}
 		for _, w := range due {
 			top, ok := tops[w.DomainID]
 			if !ok {
@@ -208,6 +210,9 @@ func (d *Dispatcher) deliver(ctx context.Context, w Webhook, hi int64) error {
 	}
 	if len(batch) > 0 {
 		if err := d.post(ctx, w, batch); err != nil {
+			if ctx.Err() != nil { // stopping: not the endpoint's failure
+				return d.store.Release(rec, w.ID, d.owner)
+			}
 			return d.fail(rec, w, err)
 		}
 	}

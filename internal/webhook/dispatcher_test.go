@@ -208,3 +208,52 @@ func testDispatcher(t *testing.T, db *store.DB) {
 		t.Errorf("delete: %v", err)
 	}
 }
+
+// With every slot busy, webhooks take turns: the one that just posted
+// goes to the back of the line.
+func TestDispatcherTakesTurns(t *testing.T) {
+	t.Parallel()
+	for _, d := range testutil.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := testutil.OpenDB(t, d)
+			_, dom := storetest.NewDomainRow(t, db, "alice", "alice.example")
+			box, _ := secret.NewBox(make([]byte, 32))
+			st, events := store.NewWebhooks(db, box), store.NewEvents(db)
+			var mu sync.Mutex
+			posts := map[string]int{}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				posts[r.URL.Path]++
+				mu.Unlock()
+				w.WriteHeader(204)
+			}))
+			defer srv.Close()
+			svc := webhook.NewService(st, nil)
+			for _, path := range []string{"/1", "/2", "/3"} {
+				if _, err := svc.Create(ctx, dom.ID, srv.URL+path, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			es := make([]event.Entry, 3*webhook.BatchSize) // three posts' worth for each
+			for i := range es {
+				es[i] = event.Entry{DomainID: dom.ID, Type: event.Delivered, CreatedAt: time.Now(), Details: []byte(`{}`)}
+			}
+			if err := events.Insert(ctx, es); err != nil {
+				t.Fatal(err)
+			}
+			disp := webhook.NewDispatcher(webhook.DispatcherConfig{AllowPrivate: true, Concurrency: 1}, st, events,
+				func(context.Context, int64) (string, error) { return dom.Name, nil })
+			for range 3 {
+				time.Sleep(2 * time.Millisecond) // each post's next turn is stamped with its own millisecond
+				disp.RunOnce(ctx)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if posts["/1"] != 1 || posts["/2"] != 1 || posts["/3"] != 1 {
+				t.Errorf("three rounds with one slot posted %v; want one each", posts)
+			}
+		})
+	}
+}

@@ -42,10 +42,10 @@ type Store interface {
 	Create(ctx context.Context, w Webhook) (Webhook, error)
 	List(ctx context.Context, domainID int64) ([]Webhook, error)
 	Delete(ctx context.Context, domainID, id int64) error
-	// Due lists, by id after afterID, up to limit webhooks whose next
-	// attempt is due and that no live lease holds (the dispatcher then
-	// checks for entries and leases one).
-	Due(ctx context.Context, now time.Time, afterID int64, limit int) ([]Webhook, error)
+	// Due lists up to limit webhooks whose next attempt is due and that no
+	// live lease holds, longest due first — by (NextAttemptAt, ID), after
+	// the position after (keyset paging; the zero Position starts).
+	Due(ctx context.Context, now time.Time, after Position, limit int) ([]Webhook, error)
 	// Lease takes webhook id for owner until leaseUntil if it is free (or
 	// its lease expired) and still at cursor; false when someone else has it.
 	Lease(ctx context.Context, id int64, owner string, cursor int64, now, leaseUntil time.Time) (bool, error)
@@ -54,6 +54,15 @@ type Store interface {
 	Advance(ctx context.Context, id int64, owner string, cursor int64, posted bool, now time.Time) error
 	// Fail records a failed post and frees the lease until next.
 	Fail(ctx context.Context, id int64, owner string, next time.Time, msg string) error
+	// Release frees the lease without recording anything (a post cut off
+	// by shutdown).
+	Release(ctx context.Context, id int64, owner string) error
+}
+
+// Position is a place in Due's order.
+type Position struct {
+	NextAttemptAt time.Time
+	ID            int64
 }
 
 // Limits on what an owner may configure.
