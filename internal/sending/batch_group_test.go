@@ -3,8 +3,11 @@ package sending
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -278,5 +281,34 @@ func TestBatcherIgnoresLeaderCancellation(t *testing.T) {
 	cancel()
 	if err := b.do(ctx, 1); err != nil {
 		t.Fatalf("commit under a cancelled leader: %v", err)
+	}
+}
+
+// recordingStore keeps the outcomes written.
+type recordingStore struct {
+	Store
+	mu  sync.Mutex
+	got []Completion
+}
+
+func (s *recordingStore) CompleteMany(_ context.Context, _ string, cs []Completion) ([]bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, cs...)
+	return make([]bool, len(cs)), nil
+}
+
+// An attempt that panics fails its delivery (reason internal_error) and
+// the worker goes on: it must not take the process, and with it every
+// other delivery in flight, down.
+func TestPanickingAttemptFailsItsDelivery(t *testing.T) {
+	t.Parallel()
+	st := &recordingStore{}
+	w := NewWorker(WorkerConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, st, event.NewService(nil, event.Config{}),
+		nil, nil, nil, nil) // no domain service: loading the domain panics
+	w.safeAttempt(context.Background(), Delivery{ID: 7, DomainID: 1, Recipient: "x@example.net"}, prefetched{})
+	if len(st.got) != 1 || st.got[0].ID != 7 || st.got[0].Outcome.State != StateFailed ||
+		len(st.got[0].Entries) != 1 || !strings.Contains(string(st.got[0].Entries[0].Details), `"internal_error"`) {
+		t.Fatalf("outcomes after a panicking attempt: %+v", st.got)
 	}
 }
