@@ -58,6 +58,7 @@ func commands() map[string]command {
 		"key":         {"key create LOGIN [--name N] | list LOGIN | revoke KEY_ID", cmdKey},
 		"domain":      {"domain add|list|show|verify|set-tracking|set-auth|track|remove ...", cmdDomain},
 		"suppression": {"suppression add DOMAIN RECIPIENT --type T | remove DOMAIN ID | list DOMAIN | import DOMAIN FILE", cmdSuppression},
+		"webhook":     {"webhook add DOMAIN URL [--events a,b] | list DOMAIN | remove DOMAIN ID", cmdWebhook},
 		"validate":    {"validate [--strict] [--offline] [ADDRESS...]: JSON lines out; stdin when no address", cmdValidate},
 		"dev":         {"dev seed-log DOMAIN --count N | dev smtp-sink [--listen ADDR] [--dir DIR]", cmdDev},
 		"version": {"print the version", func(_ context.Context, e env, _ []string) error {
