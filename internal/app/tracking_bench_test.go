@@ -115,7 +115,7 @@ func BenchmarkTracking(b *testing.B) {
 			})
 			b.Run("dsn", func(b *testing.B) {
 				key := []byte("bench verp key")
-				in := inbound.New(inbound.Config{VERPKey: key}, store.NewTracking(a.DB), a.Tracking, nil)
+				in := inbound.New(inbound.Config{VERPKey: key}, store.NewTracking(a.DB), nil)
 				if err := in.Listen("127.0.0.1:0"); err != nil {
 					b.Fatal(err)
 				}

@@ -37,7 +37,6 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	store    tracking.Store
-	tracking *tracking.Service
 	events   *event.Service
 	messages *prometheus.CounterVec
 	srv      *smtp.Server
@@ -47,9 +46,9 @@ type Server struct {
 	once     sync.Once
 }
 
-// New returns a Server that records through st and trk; events (may be
+// New returns a Server that records through st; events (may be
 // nil) is woken so live log streams see the entries at once.
-func New(cfg Config, st tracking.Store, trk *tracking.Service, events *event.Service) *Server {
+func New(cfg Config, st tracking.Store, events *event.Service) *Server {
 	if cfg.Domain == "" {
 		cfg.Domain = "localhost"
 	}
@@ -65,7 +64,7 @@ func New(cfg Config, st tracking.Store, trk *tracking.Service, events *event.Ser
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, store: st, tracking: trk, events: events, done: make(chan struct{}), ready: make(chan struct{}),
+	s := &Server{cfg: cfg, store: st, events: events, done: make(chan struct{}), ready: make(chan struct{}),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "postline_inbound_messages_total",
 			Help: "Inbound SMTP outcomes per recipient: refused, message too large, and what its report was (recorded)."},
 			[]string{"outcome"})}

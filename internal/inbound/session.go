@@ -94,62 +94,65 @@ func (ss *session) Data(r io.Reader) error {
 	if err != nil {
 		return err
 	}
+	// One transaction for every recipient of the message: a failure answers
+	// 451 having recorded nothing, so the sender's retry records it once.
+	var marks []tracking.Mark
+	var outcomes []string
+	for _, rc := range ss.rcpts {
+		m, outcome := ss.mark(rc, reports)
+		outcomes = append(outcomes, outcome)
+		if m != nil {
+			marks = append(marks, *m)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, rc := range ss.rcpts {
-		if err := ss.apply(ctx, rc, reports); err != nil {
-			ss.s.cfg.Logger.Error("inbound: recording report", "delivery", rc.target.DeliveryID, "error", err)
-			return errTryLater
+	if err := ss.s.store.RecordAll(ctx, marks); err != nil {
+		ss.s.cfg.Logger.Error("inbound: recording reports", "recipients", len(ss.rcpts), "error", err)
+		return errTryLater
+	}
+	for i, rc := range ss.rcpts {
+		ss.s.count(outcomes[i])
+		if ss.s.events != nil {
+			ss.s.events.Wake(rc.target.DomainID)
 		}
 	}
 	return nil
 }
 
-// apply records what a message to one accepted recipient says.
-func (ss *session) apply(ctx context.Context, rc rcpt, reports []bounce.Report) error {
-	t := rc.target
+// mark is what a message to one accepted recipient records (nil: nothing)
+// and the outcome it counts as.
+func (ss *session) mark(rc rcpt, reports []bounce.Report) (*tracking.Mark, string) {
+	t, now := rc.target, ss.s.cfg.Now()
 	if rc.unsubscribe {
-		ss.s.count("mailto_unsubscribe")
-		return ss.s.tracking.UnsubscribeTarget(ctx, t, "mailto", map[string]any{"ip": ss.remote, "from": ss.from})
+		m := tracking.UnsubscribeMark(t, "mailto", map[string]any{"ip": ss.remote, "from": ss.from}, now)
+		return &m, "mailto_unsubscribe"
 	}
 	rep, ok := pick(t, reports)
-	ss.s.count(string(rep.Kind))
 	if !ok {
 		ss.s.cfg.Logger.Info("inbound: message to a bounce address is not a report; ignored",
 			"delivery", t.DeliveryID, "from", ss.from)
-		return nil
+		return nil, "not_a_report"
 	}
 	details := map[string]any{"source": "dsn", "status": rep.Status, "diagnostic_code": rep.DiagnosticCode,
 		"remote_mta": rep.RemoteMTA, "reported_recipient": rep.Recipient}
-	now := ss.s.cfg.Now()
 	switch rep.Kind {
 	case bounce.KindComplaint:
-		return ss.s.tracking.UnsubscribeTarget(ctx, t, "complaint",
-			map[string]any{"feedback_type": rep.FeedbackType, "ip": ss.remote})
+		m := tracking.UnsubscribeMark(t, "complaint", map[string]any{"feedback_type": rep.FeedbackType, "ip": ss.remote}, now)
+		return &m, string(rep.Kind)
 	case bounce.KindTemporary:
 		details["reason"] = "delayed"
-		return ss.record(ctx, t, tracking.Mark{DeliveryID: t.DeliveryID, At: now, Entries: entries(t, event.TemporaryFail, now, details)})
-	case bounce.KindPermanent:
+		return &tracking.Mark{DeliveryID: t.DeliveryID, At: now, Entries: entries(t, event.TemporaryFail, now, details)}, string(rep.Kind)
+	default: // permanent
 		src := "dsn"
 		if rep.Status != "" {
 			src += ":" + rep.Status
 		}
 		supp := &suppression.Entry{DomainID: t.DomainID, Type: suppression.Bounce, RecipientType: suppression.Email,
 			Recipient: event.Fold(t.Recipient), Source: &src, CreatedAt: now.UTC()}
-		return ss.record(ctx, t, tracking.Mark{DeliveryID: t.DeliveryID, At: now, Suppression: supp, Bounced: true,
-			Entries: entries(t, event.Bounced, now, details)})
-	default:
-		ss.s.cfg.Logger.Info("inbound: report names no failed recipient; ignored", "delivery", t.DeliveryID)
-		return nil
+		return &tracking.Mark{DeliveryID: t.DeliveryID, At: now, Suppression: supp, Bounced: true,
+			Entries: entries(t, event.Bounced, now, details)}, string(rep.Kind)
 	}
-}
-
-func (ss *session) record(ctx context.Context, t tracking.Target, m tracking.Mark) error {
-	_, err := ss.s.store.Record(ctx, m)
-	if err == nil && ss.s.events != nil {
-		ss.s.events.Wake(t.DomainID)
-	}
-	return err
 }
 
 func entries(t tracking.Target, typ event.Type, at time.Time, details map[string]any) func(bool) []event.Entry {
@@ -173,8 +176,5 @@ func pick(t tracking.Target, reports []bounce.Report) (bounce.Report, bool) {
 }
 
 func (s *Server) count(outcome string) {
-	if outcome == "" {
-		outcome = "not_a_report"
-	}
 	s.messages.WithLabelValues(outcome).Inc()
 }

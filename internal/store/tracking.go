@@ -37,36 +37,55 @@ var markColumns = map[tracking.Column]bool{tracking.OpenedAt: true, tracking.Cli
 
 // Record implements tracking.Store.
 func (s Tracking) Record(ctx context.Context, m tracking.Mark) (bool, error) {
+	first := false
+	err := s.db.InTx(ctx, func(q Querier) error {
+		var err error
+		first, err = s.recordIn(ctx, q, m)
+		return err
+	})
+	return first, err
+}
+
+// RecordAll implements tracking.Store.
+func (s Tracking) RecordAll(ctx context.Context, marks []tracking.Mark) error {
+	return s.db.InTx(ctx, func(q Querier) error {
+		for _, m := range marks {
+			if _, err := s.recordIn(ctx, q, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s Tracking) recordIn(ctx context.Context, q Querier, m tracking.Mark) (bool, error) {
 	if m.Column != tracking.NoMark && !markColumns[m.Column] {
 		return false, fmt.Errorf("store: unknown tracking column %q", m.Column)
 	}
 	first := false
-	err := s.db.InTx(ctx, func(q Querier) error {
-		if m.Column != tracking.NoMark {
-			res, err := q.ExecContext(ctx, `UPDATE deliveries SET `+string(m.Column)+` = $2 WHERE id = $1 AND `+
-				string(m.Column)+` IS NULL`, m.DeliveryID, ms(m.At))
-			if err != nil {
-				return err
-			}
-			n, _ := res.RowsAffected()
-			first = n == 1
+	if m.Column != tracking.NoMark {
+		res, err := q.ExecContext(ctx, `UPDATE deliveries SET `+string(m.Column)+` = $2 WHERE id = $1 AND `+
+			string(m.Column)+` IS NULL`, m.DeliveryID, ms(m.At))
+		if err != nil {
+			return false, err
 		}
-		if m.Bounced {
-			if _, err := q.ExecContext(ctx, `UPDATE deliveries SET state = 'bounced', updated_at = $2
-				WHERE id = $1 AND state = 'delivered'`, m.DeliveryID, ms(m.At)); err != nil {
-				return err
-			}
+		n, _ := res.RowsAffected()
+		first = n == 1
+	}
+	if m.Bounced {
+		if _, err := q.ExecContext(ctx, `UPDATE deliveries SET state = 'bounced', updated_at = $2
+			WHERE id = $1 AND state = 'delivered'`, m.DeliveryID, ms(m.At)); err != nil {
+			return false, err
 		}
-		if e := m.Suppression; e != nil {
-			if _, err := q.ExecContext(ctx, `INSERT INTO suppressions (domain_id, type, recipient_type, recipient, source, created_at)
-				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (domain_id, type, recipient) DO NOTHING`,
-				e.DomainID, e.Type, e.RecipientType, e.Recipient, e.Source, ms(e.CreatedAt)); err != nil {
-				return err
-			}
+	}
+	if e := m.Suppression; e != nil {
+		if _, err := q.ExecContext(ctx, `INSERT INTO suppressions (domain_id, type, recipient_type, recipient, source, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (domain_id, type, recipient) DO NOTHING`,
+			e.DomainID, e.Type, e.RecipientType, e.Recipient, e.Source, ms(e.CreatedAt)); err != nil {
+			return false, err
 		}
-		return NewEvents(s.db).In(q).Insert(ctx, m.Entries(first))
-	})
-	return first, err
+	}
+	return first, NewEvents(s.db).In(q).Insert(ctx, m.Entries(first))
 }
 
 // IsTrackingHost implements tracking.Store. Only verified domains count:

@@ -90,6 +90,26 @@ func testTracking(t *testing.T, db *store.DB) {
 		t.Error("Record wrote a marker to a column outside the allowed set")
 	}
 
+	// RecordAll is all or nothing: a bad mark in the batch undoes the others.
+	before, _ := store.NewEvents(db).List(ctx, event.Filter{DomainID: dom.ID, Limit: 100})
+	good := tracking.Mark{DeliveryID: tg.DeliveryID, At: now, Entries: func(bool) []event.Entry {
+		return []event.Entry{tg.Entry(event.TemporaryFail, now, nil)}
+	}}
+	bad := good
+	bad.Column = "state"
+	if err := s.RecordAll(ctx, []tracking.Mark{good, bad}); err == nil {
+		t.Error("RecordAll with a bad mark succeeded")
+	}
+	if after, _ := store.NewEvents(db).List(ctx, event.Filter{DomainID: dom.ID, Limit: 100}); len(after) != len(before) {
+		t.Errorf("a failed RecordAll kept %d entries", len(after)-len(before))
+	}
+	if err := s.RecordAll(ctx, []tracking.Mark{good, good}); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := store.NewEvents(db).List(ctx, event.Filter{DomainID: dom.ID, Limit: 100}); len(after) != len(before)+2 {
+		t.Errorf("RecordAll of two marks wrote %d entries", len(after)-len(before))
+	}
+
 	if ok, err := s.IsTrackingHost(ctx, "t.track.example"); err != nil || ok {
 		t.Errorf("IsTrackingHost before setting = %v, %v", ok, err)
 	}

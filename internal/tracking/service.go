@@ -58,6 +58,8 @@ type Store interface {
 	SendHTML(ctx context.Context, sendID int64) (string, error)
 	// Record writes m; first reports whether m set its Column.
 	Record(ctx context.Context, m Mark) (first bool, err error)
+	// RecordAll writes every mark in one transaction: all or none.
+	RecordAll(ctx context.Context, marks []Mark) error
 	// IsTrackingHost reports whether host is some domain's tracking domain.
 	IsTrackingHost(ctx context.Context, host string) (bool, error)
 }
@@ -168,11 +170,28 @@ func (s *Service) Unsubscribe(ctx context.Context, text, source string, c Client
 // UnsubscribeTarget unsubscribes t's recipient (also used for complaints
 // and mailto unsubscribes arriving by SMTP).
 func (s *Service) UnsubscribeTarget(ctx context.Context, t Target, source string, details map[string]any) error {
+	if _, err := s.store.Record(ctx, UnsubscribeMark(t, source, details, s.now())); err != nil {
+		return err
+	}
+	if s.events != nil {
+		s.events.Wake(t.DomainID)
+	}
+	return nil
+}
+
+// UnsubscribeMark is the Mark that unsubscribes t's recipient: an
+// unsubscribe suppression with source, and `unsubscribed` with details
+// (source and first added).
+func UnsubscribeMark(t Target, source string, details map[string]any, at time.Time) Mark {
 	src := source
 	supp := &suppression.Entry{DomainID: t.DomainID, Type: suppression.Unsubscribe, RecipientType: suppression.Email,
-		Recipient: event.Fold(t.Recipient), Source: &src, CreatedAt: s.now().UTC()}
+		Recipient: event.Fold(t.Recipient), Source: &src, CreatedAt: at.UTC()}
 	details["source"] = source
-	return s.record(ctx, t, UnsubscribedAt, event.Unsubscribed, details, supp, "")
+	return Mark{DeliveryID: t.DeliveryID, Column: UnsubscribedAt, At: at, Suppression: supp,
+		Entries: func(first bool) []event.Entry {
+			details["first"] = first
+			return []event.Entry{t.Entry(event.Unsubscribed, at, details)}
+		}}
 }
 
 // record writes one entry; bot-looking requests are logged with their
