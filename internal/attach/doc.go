@@ -38,7 +38,7 @@
 //     to suit a 10 MiB attachment) and must not be encrypted, even when it
 //     opens without a password: watermarking would drop its protection;
 //   - an image header must decode as PNG or JPEG (whatever the declared
-//     one) with at most MaxWatermarkPixels (50 megapixels); larger images
+//     one) with at most MaxWatermarkPixels (25 megapixels, 16-bit images counting double); larger images
 //     are refused rather than sent without the requested watermark;
 //   - the text must be drawable: on PDFs the standard Helvetica-Bold with
 //     WinAnsiEncoding (Western European characters, including € and curly
@@ -96,6 +96,6 @@
 //
 // The HTTP layer bounds the input (10 MiB per file, 25 MiB per request).
 // A watermarked image needs its decoded pixels (1.5 to 4 bytes each, up to
-// 200 MB at 50 megapixels) plus the overlay masks; see bench_test.go for
+// 100 MB at 25 megapixels) plus the overlay masks; see bench_test.go for
 // measured times.
 package attach

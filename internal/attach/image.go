@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	"image/draw"
 	"image/jpeg"
 	"image/png"
@@ -12,8 +13,8 @@ import (
 
 // MaxWatermarkPixels bounds the images that are watermarked (width ×
 // height); larger ones are refused, because decoding them needs several
-// bytes of memory per pixel.
-const MaxWatermarkPixels = 50_000_000
+// bytes of memory per pixel. Images with 16 bits per channel count double.
+const MaxWatermarkPixels = 25_000_000
 
 // JPEGQuality is the quality watermarked JPEGs are re-encoded with.
 const JPEGQuality = 92
@@ -25,18 +26,40 @@ var (
 	errImageFailed   = errors.New("could not be watermarked")
 )
 
-// checkImage is Validate's check: the header must decode as PNG or JPEG
-// (other registered decoders, such as TIFF pulled in by pdfcpu, do not
-// count) with a size within MaxWatermarkPixels.
+// checkImage is Validate's check: the data must start as a PNG or a JPEG
+// and its header decode as one, with a size within MaxWatermarkPixels.
+// Only the PNG and JPEG decoders are ever called: image.DecodeConfig would
+// pick any registered decoder by the leading bytes, and the TIFF decoder
+// that pdfcpu registers allocates what a forged header asks for (gigabytes
+// from a dozen bytes) before reading any pixel.
 func checkImage(data []byte) (format string, err error) {
-	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+	var cfg image.Config
 	switch {
-	case err != nil || (format != "png" && format != "jpeg") || cfg.Width <= 0 || cfg.Height <= 0:
+	case bytes.HasPrefix(data, []byte(pngSignature)):
+		format = "png"
+		cfg, err = png.DecodeConfig(bytes.NewReader(data))
+	case bytes.HasPrefix(data, []byte{0xFF, 0xD8, 0xFF}):
+		format = "jpeg"
+		cfg, err = jpeg.DecodeConfig(bytes.NewReader(data))
+	default:
 		return "", errImageInvalid
-	case int64(cfg.Width)*int64(cfg.Height) > MaxWatermarkPixels:
+	}
+	if err != nil || cfg.Width <= 0 || cfg.Height <= 0 {
+		return "", errImageInvalid
+	}
+	pixels := int64(cfg.Width) * int64(cfg.Height)
+	if deep(cfg.ColorModel) {
+		pixels *= 2
+	}
+	if pixels > MaxWatermarkPixels {
 		return "", errImageTooLarge
 	}
 	return format, nil
+}
+
+// deep reports 16 bits per channel, which takes twice the memory.
+func deep(m color.Model) bool {
+	return m == color.RGBA64Model || m == color.NRGBA64Model || m == color.Gray16Model
 }
 
 // watermarkImage draws w onto a PNG or JPEG and re-encodes it in the same
@@ -46,8 +69,13 @@ func watermarkImage(data []byte, w Watermark) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	img, got, err := image.Decode(bytes.NewReader(data))
-	if err != nil || got != format {
+	var img image.Image
+	if format == "png" {
+		img, err = png.Decode(bytes.NewReader(data))
+	} else {
+		img, err = jpeg.Decode(bytes.NewReader(data))
+	}
+	if err != nil {
 		return nil, errors.Join(errImageInvalid, err)
 	}
 	meta, at := jpegMeta(data), 2

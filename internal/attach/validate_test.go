@@ -1,7 +1,12 @@
 package attach
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"image"
+	"image/png"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -97,4 +102,29 @@ func FuzzValidate(f *testing.F) {
 			t.Fatalf("Process error %v is not Invalid", err)
 		}
 	})
+}
+
+// A file declared as PNG that starts like a TIFF is refused from its
+// first bytes: no decoder but PNG's and JPEG's ever runs, so a forged TIFF
+// header cannot make the server allocate gigabytes. 16-bit images count
+// double against the pixel limit.
+func TestValidateImageHeadersCheaply(t *testing.T) { // not parallel: it measures allocation
+	opts := Options{Watermark: Watermark{Enabled: true, Text: "x", Position: "center"}}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, data := range []string{"II*\x00\xf0\xff\xff\xff\x00\x00\x00\x00", "MM\x00*\xff\xff\xff\xf0\x00\x00\x00\x00", "GIF89a"} {
+		err := Validate([]File{{Name: "a.png", ContentType: "image/png", Data: []byte(data)}}, opts)
+		if !strings.Contains(fmt.Sprint(err), "is not a valid PNG or JPEG image") {
+			t.Errorf("%q: %v", data, err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Errorf("checking three tiny files allocated %d MiB", grew>>20)
+	}
+	var deep bytes.Buffer
+	png.Encode(&deep, image.NewRGBA64(image.Rect(0, 0, 4000, 3500))) // 14 MP, 28 MP counted
+	if err := Validate([]File{{Name: "d.png", Data: deep.Bytes()}}, opts); !strings.Contains(fmt.Sprint(err), "too large") {
+		t.Errorf("a 14 MP 16-bit PNG: %v, want too large", err)
+	}
 }
