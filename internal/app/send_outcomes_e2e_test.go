@@ -153,3 +153,31 @@ func TestSendRejectsBadRequests(t *testing.T) {
 		t.Errorf("unverified domain: %d %s", resp.StatusCode, resp.Body)
 	}
 }
+
+// Bytes PostgreSQL cannot store in text (NUL, invalid UTF-8) and controls
+// the message build refuses are 422s naming the field on both dialects,
+// never a 500 or an accepted message that fails later.
+func TestSendRejectsUnstorableText(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		e := startSend(t, d, false, nil)
+		for field, value := range map[string]string{"subject": "a\x00b", "from_name": "Shop\x01", "text": "nul\x00",
+			"html": "<p>\xff</p>", "tags": "t\xc3"} {
+			parts := append(basicParts("ok@rcpt.example.net"), part{name: field, value: value})
+			if field == "subject" || field == "text" {
+				parts = []part{{name: "from", value: "orders@shop.example.com"}, {name: "to", value: "ok@rcpt.example.net"},
+					{name: "subject", value: "s"}, {name: "text", value: "t"}}
+				for i := range parts {
+					if parts[i].name == field {
+						parts[i].value = value
+					}
+				}
+			}
+			resp := e.send(t, parts, nil)
+			errs, _ := resp.JSON["errors"].(map[string]any)
+			if resp.StatusCode != 422 || errs[field] == nil {
+				t.Errorf("%s %q: %d %s, want 422 naming it", field, value, resp.StatusCode, resp.Body)
+			}
+		}
+	})
+}

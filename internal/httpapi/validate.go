@@ -111,7 +111,9 @@ func bulkEmails(raw json.RawMessage) ([]string, error) {
 	case len(items) == 0:
 		fe.Add("emails", "The emails field must have at least 1 item.")
 	case len(items) > maxBulkEmails:
-		fe.Add("emails", fmt.Sprintf("The emails field must not have more than %d items.", maxBulkEmails))
+		// Nothing more to say: item errors of a huge list would only make a
+		// huge answer.
+		return nil, apperr.Field("emails", fmt.Sprintf("The emails field must not have more than %d items.", maxBulkEmails))
 	}
 	emails := make([]string, len(items))
 	for i, it := range items {

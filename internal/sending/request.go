@@ -66,20 +66,33 @@ func validate(r Request, domainName string, lim Limits) (checked, error) {
 	if fromOK && !strings.EqualFold(from.ASCIIDomain, domainName) {
 		fe.Add("from", fmt.Sprintf("The from address must belong to the domain %s.", domainName))
 	}
-	if r.FromName != "" && (strings.ContainsAny(r.FromName, "\r\n") || utf8.RuneCountInString(r.FromName) > 200) {
-		fe.Add("from_name", "The from_name must be one line of at most 200 characters.")
+	if r.FromName != "" {
+		if utf8.RuneCountInString(r.FromName) > 200 {
+			fe.Add("from_name", "The from_name must be one line of at most 200 characters.")
+		} else if err := message.CheckHeaderValue("From", r.FromName); err != nil {
+			fe.Add("from_name", "The from_name "+problem(err))
+		}
 	}
 	c.to = recipients(fe, r.To, lim.MaxRecipients)
 	switch {
 	case strings.TrimSpace(r.Subject) == "":
 		fe.Add("subject", "The subject field is required.")
-	case strings.ContainsAny(r.Subject, "\r\n"):
-		fe.Add("subject", "The subject must be one line.")
 	case utf8.RuneCountInString(r.Subject) > 998:
 		fe.Add("subject", "The subject must not be greater than 998 characters.")
+	default:
+		// The checks the message build makes, so that what is accepted can
+		// be built: one line, no control characters, foldable.
+		if err := message.CheckHeaderValue("Subject", r.Subject); err != nil {
+			fe.Add("subject", "The subject "+problem(err))
+		}
 	}
 	if strings.TrimSpace(r.Text) == "" {
 		fe.Add("text", "The text field is required.")
+	}
+	for field, v := range map[string]string{"text": r.Text, "html": r.HTML, "tags": r.Tags} {
+		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			fe.Add(field, "The "+field+" field must be valid UTF-8 without NUL characters.")
+		}
 	}
 	if r.ReplyTo != "" {
 		if rt, ok := address(fe, "reply_to", r.ReplyTo, false); ok && fromOK && !sameRegistrable(rt.ASCIIDomain, from.ASCIIDomain) {
@@ -112,18 +125,19 @@ func address(fe apperr.FieldErrors, field, s string, required bool) (emailaddr.A
 func recipients(fe apperr.FieldErrors, to []string, max int) []string {
 	var list []string
 	for _, t := range to {
-		for _, p := range strings.Split(t, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				list = append(list, p)
+		for p := range strings.SplitSeq(t, ",") {
+			if p = strings.TrimSpace(p); p == "" {
+				continue
 			}
+			if len(list) == max { // stop counting at once: the request may hold millions
+				fe.Add("to", fmt.Sprintf("The to field must not have more than %d recipients.", max))
+				return nil
+			}
+			list = append(list, p)
 		}
 	}
 	if len(list) == 0 {
 		fe.Add("to", "The to field is required.")
-		return nil
-	}
-	if len(list) > max {
-		fe.Add("to", fmt.Sprintf("The to field must not have more than %d recipients.", max))
 		return nil
 	}
 	seen := map[string]bool{}
@@ -168,8 +182,10 @@ func customHeaders(fe apperr.FieldErrors, raw string) map[string]string {
 		if err := message.CheckHeaderName(name); err != nil {
 			fe.Add("headers."+name, err.Error())
 		}
-		if strings.ContainsAny(v, "\r\n\x00") || len(v) > 998 {
+		if len(v) > 998 {
 			fe.Add("headers."+name, "Header values must be one line of at most 998 characters.")
+		} else if err := message.CheckHeaderValue(name, v); err != nil {
+			fe.Add("headers."+name, err.Error())
 		}
 	}
 	return h
@@ -181,6 +197,9 @@ func attachmentLimits(fe apperr.FieldErrors, atts []Attachment, lim Limits) {
 	}
 	var total int64
 	for i, a := range atts {
+		if len(a.ContentType) > 255 {
+			fe.Add(fmt.Sprintf("attachments.%d", i), fmt.Sprintf("The content type of attachment %q must not be longer than 255 characters.", a.Filename))
+		}
 		size := int64(len(a.Data))
 		total += size
 		if size > lim.MaxAttachmentBytes {
@@ -190,4 +209,19 @@ func attachmentLimits(fe apperr.FieldErrors, atts []Attachment, lim Limits) {
 	if total > lim.MaxTotalBytes {
 		fe.Add("attachments", fmt.Sprintf("Attachments together exceed the limit of %d bytes.", lim.MaxTotalBytes))
 	}
+}
+
+// problem is the reason in a message-build check's error, for a sentence
+// about another field: "… must not contain control characters".
+func problem(err error) string {
+	msg := err.Error()
+	for _, cut := range []string{"the value of header Subject ", "the value of header From "} {
+		if i := strings.Index(msg, cut); i >= 0 {
+			return msg[i+len(cut):]
+		}
+	}
+	if strings.Contains(msg, "too long") {
+		return "is too long to fold into lines of 998 octets"
+	}
+	return "cannot be written into a message header"
 }
