@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/pdfcpu/pdfcpu/pkg/api"
+	"github.com/pdfcpu/pdfcpu/pkg/filter"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
@@ -76,13 +77,71 @@ func readPDF(data []byte, conf *model.Configuration) (*model.Context, error) {
 	return ctx, nil
 }
 
-// checkPDF is Validate's check: the PDF must parse and must not be encrypted.
+// MaxPDFContentBytes bounds what the page content streams of a PDF may
+// decompress to, all pages together. Watermarking decodes every page's
+// content, and pdfcpu's own limit there is 512 MiB per stream: a few
+// hundred kilobytes of deflated spaces per page would otherwise take
+// gigabytes. Real documents stay far below it (text and vector drawing;
+// scanned pages are images, which are not decoded).
+const MaxPDFContentBytes = 64 << 20
+
+var errPDFTooLarge = fmt.Errorf("has page content that decompresses to more than %d MiB; it cannot be watermarked", MaxPDFContentBytes>>20)
+
+// checkPDF is Validate's check: the PDF must parse, must not be encrypted,
+// and its page content must decompress within MaxPDFContentBytes.
 func checkPDF(data []byte) error {
 	conf := pdfConfig()
 	conf.Cmd = model.VALIDATE
 	conf.Optimize = false
-	_, err := readPDF(data, conf)
-	return err
+	ctx, err := readPDF(data, conf)
+	if err != nil {
+		return err
+	}
+	return checkContentSize(ctx)
+}
+
+// checkContentSize decodes every page's content streams with what is left
+// of the MaxPDFContentBytes budget as the limit, so a bomb stops at the
+// budget instead of at pdfcpu's per-stream default.
+func checkContentSize(ctx *model.Context) error {
+	left := int64(MaxPDFContentBytes)
+	return safely(func() error {
+		for page := 1; page <= ctx.PageCount; page++ {
+			d, _, _, err := ctx.PageDict(page, false)
+			if err != nil || d == nil {
+				return errors.Join(errPDFInvalid, err)
+			}
+			obj, found := d.Find("Contents")
+			if !found {
+				continue
+			}
+			if obj, err = ctx.Dereference(obj); err != nil {
+				return errors.Join(errPDFInvalid, err)
+			}
+			parts := []types.Object{obj}
+			if arr, ok := obj.(types.Array); ok {
+				parts = arr
+			}
+			for _, part := range parts {
+				sd, _, err := ctx.DereferenceStreamDict(part)
+				if err != nil || sd == nil {
+					continue // not a stream: pdfcpu will complain, or skip it, when stamping
+				}
+				raw := sd.Content
+				if err := sd.DecodeWithLimit(left); errors.Is(err, filter.ErrDecodeLimitExceeded) {
+					return errPDFTooLarge
+				} else if err != nil {
+					return errors.Join(errPDFInvalid, err)
+				}
+				left -= int64(len(sd.Content))
+				sd.Content = raw // do not keep the decoded copy
+				if left <= 0 {
+					return errPDFTooLarge
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // pdfWatermarkDesc is the pdfcpu description per position: Helvetica-Bold
@@ -108,6 +167,9 @@ func watermarkPDF(data []byte, w Watermark) ([]byte, error) {
 	conf.Cmd = model.ADDWATERMARKS
 	ctx, err := readPDF(data, conf)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkContentSize(ctx); err != nil { // again: the worker may get a file that skipped intake's check
 		return nil, err
 	}
 	var out bytes.Buffer

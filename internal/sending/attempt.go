@@ -53,6 +53,9 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 		}
 	}
 	msg, err := w.build(ctx, dom, d)
+	if err != nil && ctx.Err() != nil {
+		return // stopping: the lease expires and the delivery is retried, not failed
+	}
 	if err != nil {
 		w.finish(ctx, d, Outcome{State: StateFailed, Message: err.Error()}, []event.Entry{
 			deliveryEntry(d, event.Failed, w.cfg.Now(), map[string]any{"reason": "build_failed", "error": err.Error(), "attempt": d.Attempts})}, nil)

@@ -86,6 +86,14 @@ func (c *signerCache) get(dom domain.Domain) (*message.Signer, error) {
 }
 
 func (w *Worker) process(ctx context.Context, snd Send, atts []Attachment) ([]Attachment, error) {
+	// Two sends' attachments at most are processed at once per process:
+	// decoded images and PDFs take up to a few hundred megabytes each.
+	select {
+	case w.heavy <- struct{}{}:
+		defer func() { <-w.heavy }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	opts, err := attach.ParseOptions(snd.Options)
 	if err != nil {
 		return nil, err

@@ -52,6 +52,7 @@ type Worker struct {
 	wakeCh    chan struct{}
 	sends     *sendCache
 	signers   signerCache
+	heavy     chan struct{} // attachment processing at once (decoded images, PDFs)
 	completes *batcher[*completion] // group commit of outcomes (batch_complete.go)
 
 	stop     context.CancelFunc
@@ -84,7 +85,8 @@ func NewWorker(cfg WorkerConfig, st Store, events *event.Service, domains *domai
 	b := make([]byte, 4)
 	rand.Read(b)
 	w := &Worker{cfg: cfg, store: st, events: events, domains: domains, supp: supp, transport: t, limiter: limiter,
-		owner: host + "/" + hex.EncodeToString(b), wakeCh: make(chan struct{}, 1), sends: newSendCache(st)}
+		owner: host + "/" + hex.EncodeToString(b), wakeCh: make(chan struct{}, 1), sends: newSendCache(st),
+		heavy: make(chan struct{}, 2)}
 	w.completes = w.newCompleter()
 	return w
 }
