@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,7 +89,10 @@ func TestSendGivesUpAfterMaxAge(t *testing.T) {
 
 func TestSendIdempotencyKey(t *testing.T) {
 	t.Parallel()
-	e := startSend(t, store.SQLite, false, nil)
+	forEachDialect(t, func(t *testing.T, d store.Dialect) { testIdempotencyKey(t, startSend(t, d, false, nil)) })
+}
+
+func testIdempotencyKey(t *testing.T, e *sendEnv) {
 	h := http.Header{"Idempotency-Key": {"order-42"}}
 	first := e.send(t, basicParts("ok@rcpt.example.net"), h)
 	second := e.send(t, basicParts("ok@rcpt.example.net"), http.Header{"Idempotency-Key": {"order-42"}})
@@ -99,6 +103,39 @@ func TestSendIdempotencyKey(t *testing.T) {
 	pg, _ := e.App.Events.List(context.Background(), event.Filter{DomainID: e.dom.ID, Type: event.Queued, Limit: 10})
 	if len(pg.Entries) != 1 {
 		t.Fatalf("%d queued entries, want 1 (the repeat queues nothing)", len(pg.Entries))
+	}
+
+	// Concurrent requests with one key: one is sent, the others replay its
+	// answer or are told to retry (409); never a second message.
+	var wg sync.WaitGroup
+	codes := make(chan int, 6)
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes <- e.send(t, basicParts("burst@rcpt.example.net"), http.Header{"Idempotency-Key": {"burst"}}).StatusCode
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	for c := range codes {
+		if c != 202 && c != 409 {
+			t.Errorf("concurrent request with one key: %d", c)
+		}
+	}
+	if pg, _ := e.App.Events.List(context.Background(), event.Filter{DomainID: e.dom.ID, Type: event.Queued,
+		Recipient: "burst@rcpt.example.net", Limit: 10}); len(pg.Entries) != 1 {
+		t.Errorf("%d messages queued by 6 concurrent requests with one key, want 1", len(pg.Entries))
+	}
+
+	// A request refused with 422 frees its key for the corrected request.
+	bad := []part{{name: "from", value: "orders@shop.example.com"}, {name: "to", value: "fix@rcpt.example.net"}, {name: "text", value: "t"}}
+	if r := e.send(t, bad, http.Header{"Idempotency-Key": {"fix-me"}}); r.StatusCode != 422 {
+		t.Fatalf("request without subject: %d", r.StatusCode)
+	}
+	if r := e.send(t, basicParts("fix@rcpt.example.net"), http.Header{"Idempotency-Key": {"fix-me"}}); r.StatusCode != 202 ||
+		r.Header.Get("Idempotent-Replayed") != "" {
+		t.Errorf("corrected request with the key of a refused one: %d %s", r.StatusCode, r.Body)
 	}
 }
 

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,11 +36,16 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, p account.Pr
 		return err
 	}
 	if key != "" {
-		status, body, ok, err := s.Sending.Idempotent(r.Context(), p.AccountID, key)
+		// Claimed before anything is read, so that concurrent requests with
+		// the key cannot both send: the second waits for the first's answer.
+		reserved, status, body, err := s.Sending.Reserve(r.Context(), p.AccountID, d.Name, key)
 		if err != nil {
 			return err
 		}
-		if ok {
+		if !reserved && status == 0 {
+			return apperr.Errorf(apperr.Conflict, "A request with this Idempotency-Key is still being processed; retry in a moment.")
+		}
+		if !reserved {
 			w.Header().Set("Idempotent-Replayed", "true")
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(status)
@@ -48,11 +54,16 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, p account.Pr
 		}
 	}
 	req, err := readSendForm(r, s.Sending.Limits().MaxAttachmentBytes)
-	if err != nil {
-		return err
+	var acc sending.Accepted
+	if err == nil {
+		acc, err = s.Sending.Accept(r.Context(), d, p.AccountID, req)
 	}
-	acc, err := s.Sending.Accept(r.Context(), d, p.AccountID, req)
 	if err != nil {
+		if key != "" { // the request failed: the key may be used again
+			if ferr := s.Sending.Forget(context.WithoutCancel(r.Context()), p.AccountID, d.Name, key); ferr != nil {
+				s.Logger.Warn("releasing idempotency key failed", "error", ferr)
+			}
+		}
 		return err
 	}
 	body, err := json.Marshal(map[string]any{"success": true, "message": acc.Message(),
@@ -61,7 +72,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, p account.Pr
 		return err
 	}
 	if key != "" {
-		if err := s.Sending.Remember(r.Context(), p.AccountID, key, http.StatusAccepted, body); err != nil {
+		if err := s.Sending.Remember(context.WithoutCancel(r.Context()), p.AccountID, d.Name, key, http.StatusAccepted, body); err != nil {
 			s.Logger.Warn("storing idempotency key failed", "error", err)
 		}
 	}

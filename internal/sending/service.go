@@ -148,12 +148,24 @@ func entry(domainID int64, messageID string, t event.Type, s *Send, to string, a
 		Subject: s.Subject, Tags: s.Tags, CreatedAt: at, Details: event.NewDetails(details)}
 }
 
-// Idempotent returns a stored answer for key when there is one.
-func (s *Service) Idempotent(ctx context.Context, accountID int64, key string) (int, []byte, bool, error) {
-	return s.store.Idempotent(ctx, accountID, key, s.cfg.Now().Add(-24*time.Hour))
+// IdempotencyPending is how long a reserved Idempotency-Key whose request
+// has not finished blocks another request with it (then the first is taken
+// to have died).
+const IdempotencyPending = time.Minute
+
+// Reserve claims an Idempotency-Key for a request; see Store.Reserve.
+// Keys are per account and domain: the same key on two domains is two keys.
+func (s *Service) Reserve(ctx context.Context, accountID int64, domain, key string) (bool, int, []byte, error) {
+	now := s.cfg.Now()
+	return s.store.Reserve(ctx, accountID, domain+" "+key, now, now.Add(-24*time.Hour), now.Add(-IdempotencyPending))
 }
 
-// Remember stores the answer given to key.
-func (s *Service) Remember(ctx context.Context, accountID int64, key string, status int, body []byte) error {
-	return s.store.Remember(ctx, accountID, key, status, body, s.cfg.Now())
+// Remember stores the answer given under a reserved key.
+func (s *Service) Remember(ctx context.Context, accountID int64, domain, key string, status int, body []byte) error {
+	return s.store.Remember(ctx, accountID, domain+" "+key, status, body)
+}
+
+// Forget releases a reserved key whose request failed.
+func (s *Service) Forget(ctx context.Context, accountID int64, domain, key string) error {
+	return s.store.Forget(ctx, accountID, domain+" "+key)
 }

@@ -123,8 +123,13 @@ type Store interface {
 	// SaveProcessed replaces a send's attachments with processed ones,
 	// once: it reports false when another worker did it first.
 	SaveProcessed(ctx context.Context, sendID int64, atts []Attachment) (bool, error)
-	// Idempotent returns the stored answer to (account, key) newer than
-	// since; Remember stores one (first writer wins).
-	Idempotent(ctx context.Context, accountID int64, key string, since time.Time) (status int, body []byte, ok bool, err error)
-	Remember(ctx context.Context, accountID int64, key string, status int, body []byte, now time.Time) error
+	// Reserve claims (account, key) for a request starting at now, unless a
+	// claim newer than since exists (a pending one counts only when newer
+	// than pendingSince: its request may have died). Without the claim it
+	// returns the existing answer; status 0 means still pending.
+	Reserve(ctx context.Context, accountID int64, key string, now, since, pendingSince time.Time) (reserved bool, status int, body []byte, err error)
+	// Remember stores the answer of a reserved key; Forget drops a
+	// reservation whose request failed, so the key can be used again.
+	Remember(ctx context.Context, accountID int64, key string, status int, body []byte) error
+	Forget(ctx context.Context, accountID int64, key string) error
 }

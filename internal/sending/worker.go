@@ -52,7 +52,7 @@ type Worker struct {
 	wakeCh    chan struct{}
 	sends     *sendCache
 	signers   signerCache
-	heavy     chan struct{} // attachment processing at once (decoded images, PDFs)
+	heavy     chan struct{}         // attachment processing at once (decoded images, PDFs)
 	completes *batcher[*completion] // group commit of outcomes (batch_complete.go)
 
 	stop     context.CancelFunc

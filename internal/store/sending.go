@@ -218,26 +218,37 @@ func (s Sending) SaveProcessed(ctx context.Context, sendID int64, atts []sending
 	return won, err
 }
 
-// Idempotent implements sending.Store.
-func (s Sending) Idempotent(ctx context.Context, accountID int64, key string, since time.Time) (int, []byte, bool, error) {
+// Reserve implements sending.Store: one upsert that claims a new, expired
+// or stale pending key, and reports nothing when the key is taken.
+func (s Sending) Reserve(ctx context.Context, accountID int64, key string, now, since, pendingSince time.Time) (bool, int, []byte, error) {
 	var status int
+	err := s.db.w.QueryRowContext(ctx, `INSERT INTO idempotency_keys (account_id, key, status, response, created_at)
+		VALUES ($1, $2, 0, '', $3) ON CONFLICT (account_id, key) DO UPDATE SET status = 0, response = '',
+		created_at = excluded.created_at
+		WHERE idempotency_keys.created_at < $4 OR (idempotency_keys.status = 0 AND idempotency_keys.created_at < $5)
+		RETURNING status`, accountID, key, ms(now), ms(since), ms(pendingSince)).Scan(&status)
+	if err == nil {
+		return true, 0, nil, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return false, 0, nil, notFound(err, "idempotency key")
+	}
 	var body string
-	err := s.db.r.QueryRowContext(ctx, `SELECT status, response FROM idempotency_keys
-		WHERE account_id = $1 AND key = $2 AND created_at >= $3`, accountID, key, ms(since)).Scan(&status, &body)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil, false, nil
-	}
-	if err != nil {
-		return 0, nil, false, notFound(err, "idempotency key")
-	}
-	return status, []byte(body), true, nil
+	err = s.db.w.QueryRowContext(ctx, `SELECT status, response FROM idempotency_keys WHERE account_id = $1 AND key = $2`,
+		accountID, key).Scan(&status, &body)
+	return false, status, []byte(body), notFound(err, "idempotency key")
 }
 
-// Remember implements sending.Store. An expired key is replaced.
-func (s Sending) Remember(ctx context.Context, accountID int64, key string, status int, body []byte, now time.Time) error {
-	_, err := s.db.w.ExecContext(ctx, `INSERT INTO idempotency_keys (account_id, key, status, response, created_at)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (account_id, key) DO UPDATE SET status = excluded.status,
-		response = excluded.response, created_at = excluded.created_at
-		WHERE idempotency_keys.created_at < $6`, accountID, key, status, string(body), ms(now), ms(now.Add(-24*time.Hour)))
+// Remember implements sending.Store.
+func (s Sending) Remember(ctx context.Context, accountID int64, key string, status int, body []byte) error {
+	_, err := s.db.w.ExecContext(ctx, `UPDATE idempotency_keys SET status = $3, response = $4
+		WHERE account_id = $1 AND key = $2`, accountID, key, status, string(body))
+	return notFound(err, "idempotency key")
+}
+
+// Forget implements sending.Store.
+func (s Sending) Forget(ctx context.Context, accountID int64, key string) error {
+	_, err := s.db.w.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND status = 0`,
+		accountID, key)
 	return notFound(err, "idempotency key")
 }
