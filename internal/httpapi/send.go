@@ -11,6 +11,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
@@ -114,6 +115,9 @@ func readSendForm(r *http.Request, maxFile int64) (sending.Request, error) {
 
 func readPart(req *sending.Request, part *multipart.Part, maxFile int64) error {
 	name := strings.TrimSuffix(part.FormName(), "[]")
+	if len(name) > 64 || !utf8.ValidString(name) { // only ever echoed in errors: keep those short and valid
+		name = strings.ToValidUTF8(name[:min(len(name), 64)], "") + "…"
+	}
 	if part.FileName() != "" || name == "attachments" {
 		if name != "attachments" {
 			return apperr.Field(name, "Files are accepted only in the attachments part.")
