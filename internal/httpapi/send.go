@@ -36,17 +36,20 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, p account.Pr
 	if err != nil {
 		return err
 	}
+	claim := ""
 	if key != "" {
 		// Claimed before anything is read, so that concurrent requests with
 		// the key cannot both send: the second waits for the first's answer.
-		reserved, status, body, err := s.Sending.Reserve(r.Context(), p.AccountID, d.Name, key)
+		var status int
+		var body []byte
+		claim, status, body, err = s.Sending.Reserve(r.Context(), p.AccountID, d.Name, key)
 		if err != nil {
 			return err
 		}
-		if !reserved && status == 0 {
+		if claim == "" && status == 0 {
 			return apperr.Errorf(apperr.Conflict, "A request with this Idempotency-Key is still being processed; retry in a moment.")
 		}
-		if !reserved {
+		if claim == "" {
 			w.Header().Set("Idempotent-Replayed", "true")
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(status)
@@ -61,7 +64,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, p account.Pr
 	}
 	if err != nil {
 		if key != "" { // the request failed: the key may be used again
-			if ferr := s.Sending.Forget(context.WithoutCancel(r.Context()), p.AccountID, d.Name, key); ferr != nil {
+			if ferr := s.Sending.Forget(context.WithoutCancel(r.Context()), p.AccountID, d.Name, key, claim); ferr != nil {
 				s.Logger.Warn("releasing idempotency key failed", "error", ferr)
 			}
 		}
@@ -73,7 +76,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, p account.Pr
 		return err
 	}
 	if key != "" {
-		if err := s.Sending.Remember(context.WithoutCancel(r.Context()), p.AccountID, d.Name, key, http.StatusAccepted, body); err != nil {
+		if err := s.Sending.Remember(context.WithoutCancel(r.Context()), p.AccountID, d.Name, key, claim, http.StatusAccepted, body); err != nil {
 			s.Logger.Warn("storing idempotency key failed", "error", err)
 		}
 	}

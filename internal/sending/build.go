@@ -94,6 +94,14 @@ func (w *Worker) process(ctx context.Context, snd Send, atts []Attachment) ([]At
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	// Another attempt of the same send may have processed it while this
+	// one waited: use its files rather than doing the work again.
+	w.sends.forget(snd.ID)
+	if fresh, stored, err := w.sends.get(ctx, snd.ID); err != nil {
+		return nil, err
+	} else if fresh.Processed {
+		return stored, nil
+	}
 	opts, err := attach.ParseOptions(snd.Options)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/net/publicsuffix"
@@ -180,12 +181,12 @@ func customHeaders(fe apperr.FieldErrors, raw string) map[string]string {
 	}
 	for name, v := range h {
 		if err := message.CheckHeaderName(name); err != nil {
-			fe.Add("headers."+name, err.Error())
+			fe.Add("headers."+name, reason(err))
 		}
 		if len(v) > 998 {
 			fe.Add("headers."+name, "Header values must be one line of at most 998 characters.")
 		} else if err := message.CheckHeaderValue(name, v); err != nil {
-			fe.Add("headers."+name, err.Error())
+			fe.Add("headers."+name, reason(err))
 		}
 	}
 	return h
@@ -197,8 +198,11 @@ func attachmentLimits(fe apperr.FieldErrors, atts []Attachment, lim Limits) {
 	}
 	var total int64
 	for i, a := range atts {
-		if len(a.ContentType) > 255 {
-			fe.Add(fmt.Sprintf("attachments.%d", i), fmt.Sprintf("The content type of attachment %q must not be longer than 255 characters.", a.Filename))
+		if len(a.ContentType) > 255 || !utf8.ValidString(a.ContentType) || strings.ContainsFunc(a.ContentType, unicode.IsControl) {
+			fe.Add(fmt.Sprintf("attachments.%d", i), fmt.Sprintf("The content type of attachment %q must be at most 255 printable characters.", a.Filename))
+		}
+		if !utf8.ValidString(a.Filename) || strings.ContainsRune(a.Filename, 0) {
+			fe.Add(fmt.Sprintf("attachments.%d", i), "The attachment's file name must be valid UTF-8 without NUL characters.")
 		}
 		size := int64(len(a.Data))
 		total += size
@@ -211,13 +215,22 @@ func attachmentLimits(fe apperr.FieldErrors, atts []Attachment, lim Limits) {
 	}
 }
 
-// problem is the reason in a message-build check's error, for a sentence
-// about another field: "… must not contain control characters".
+// reason is the client-facing text of a message-build check's error (its
+// Message, without the field prefix Error() adds).
+func reason(err error) string {
+	if ae, ok := apperr.As(err); ok {
+		return ae.Message
+	}
+	return err.Error()
+}
+
+// problem is that reason for a sentence about another field: "The subject
+// must not contain control characters".
 func problem(err error) string {
-	msg := err.Error()
+	msg := reason(err)
 	for _, cut := range []string{"the value of header Subject ", "the value of header From "} {
-		if i := strings.Index(msg, cut); i >= 0 {
-			return msg[i+len(cut):]
+		if rest, ok := strings.CutPrefix(msg, cut); ok {
+			return rest
 		}
 	}
 	if strings.Contains(msg, "too long") {

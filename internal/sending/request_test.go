@@ -36,6 +36,13 @@ func TestValidateRefusesWhatCannotBeBuiltOrStored(t *testing.T) {
 		{func(r *Request) {
 			r.Attachments = []Attachment{{Filename: "a.txt", ContentType: "text/" + strings.Repeat("x", 300), Data: []byte("x")}}
 		}, "attachments.0", "255"},
+		{func(r *Request) {
+			r.Attachments = []Attachment{{Filename: "a.txt", ContentType: "text/plain\xff", Data: []byte("x")}}
+		}, "attachments.0", "printable"},
+		{func(r *Request) {
+			r.Attachments = []Attachment{{Filename: "a\xff.txt", ContentType: "text/plain", Data: []byte("x")}}
+		},
+			"attachments.0", "UTF-8"},
 	} {
 		r := ok
 		c.edit(&r)
@@ -49,6 +56,19 @@ func TestValidateRefusesWhatCannotBeBuiltOrStored(t *testing.T) {
 		if ae == nil || !strings.Contains(msgs, c.says) {
 			t.Errorf("%s: %v (field messages %q), want one naming %s with %q", c.field, err, msgs, c.field, c.says)
 		}
+	}
+}
+
+// The messages name the field once, without the build's own prefixes.
+func TestValidateMessagesReadWell(t *testing.T) {
+	t.Parallel()
+	r := Request{From: "a@shop.example", To: []string{"b@rcpt.example"}, Subject: "a\x01b", Text: "t",
+		Headers: `{"X-A":"` + strings.Repeat("y", 995) + `"}`}
+	_, err := validate(r, "shop.example", Limits{}.withDefaults())
+	ae, _ := apperr.As(err)
+	if ae == nil || strings.Join(ae.Fields["subject"], "|") != "The subject must not contain control characters" ||
+		strings.Count(strings.Join(ae.Fields["headers.X-A"], "|"), "too long") != 1 {
+		t.Errorf("messages: %+v", ae)
 	}
 }
 

@@ -2,6 +2,8 @@ package sending
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -107,15 +109,17 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 				out[i] = entry(d.ID, dl.MessageID, event.Queued, snd, dl.Recipient, now, map[string]any{
 					"attachments": len(r.Attachments)})
 			}
-			return out
+			// The suppressed recipients' entries commit with the rest: after
+			// the commit nothing may fail the request (its Idempotency-Key
+			// would be freed and a retry send again).
+			return append(out, dropped...)
 		}})
 		if err != nil {
 			return Accepted{}, err
 		}
 		s.events.Wake(d.ID)
 		s.wake()
-	}
-	if len(dropped) > 0 {
+	} else if len(dropped) > 0 {
 		if err := s.events.Record(ctx, dropped...); err != nil {
 			return Accepted{}, err
 		}
@@ -151,21 +155,31 @@ func entry(domainID int64, messageID string, t event.Type, s *Send, to string, a
 // IdempotencyPending is how long a reserved Idempotency-Key whose request
 // has not finished blocks another request with it (then the first is taken
 // to have died).
-const IdempotencyPending = time.Minute
+const IdempotencyPending = 10 * time.Minute // beyond the 5-minute upload timeout and the intake
 
 // Reserve claims an Idempotency-Key for a request; see Store.Reserve.
 // Keys are per account and domain: the same key on two domains is two keys.
-func (s *Service) Reserve(ctx context.Context, accountID int64, domain, key string) (bool, int, []byte, error) {
+// The claim is the returned token: Remember and Forget act only while it
+// is still this request's.
+func (s *Service) Reserve(ctx context.Context, accountID int64, domain, key string) (claim string, status int, body []byte, err error) {
 	now := s.cfg.Now()
-	return s.store.Reserve(ctx, accountID, domain+" "+key, now, now.Add(-24*time.Hour), now.Add(-IdempotencyPending))
+	b := make([]byte, 16)
+	rand.Read(b)
+	token := hex.EncodeToString(b)
+	ok, status, body, err := s.store.Reserve(ctx, accountID, domain+" "+key, token, now, now.Add(-24*time.Hour), now.Add(-IdempotencyPending))
+	if !ok {
+		token = ""
+	}
+	return token, status, body, err
 }
 
-// Remember stores the answer given under a reserved key.
-func (s *Service) Remember(ctx context.Context, accountID int64, domain, key string, status int, body []byte) error {
-	return s.store.Remember(ctx, accountID, domain+" "+key, status, body)
+// Remember stores the answer given under a claimed key.
+func (s *Service) Remember(ctx context.Context, accountID int64, domain, key, claim string, status int, body []byte) error {
+	return s.store.Remember(ctx, accountID, domain+" "+key, claim, status, body)
 }
 
-// Forget releases a reserved key whose request failed.
-func (s *Service) Forget(ctx context.Context, accountID int64, domain, key string) error {
-	return s.store.Forget(ctx, accountID, domain+" "+key)
+// Forget releases a claimed key whose request failed before anything was
+// stored.
+func (s *Service) Forget(ctx context.Context, accountID int64, domain, key, claim string) error {
+	return s.store.Forget(ctx, accountID, domain+" "+key, claim)
 }

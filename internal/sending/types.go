@@ -127,9 +127,12 @@ type Store interface {
 	// claim newer than since exists (a pending one counts only when newer
 	// than pendingSince: its request may have died). Without the claim it
 	// returns the existing answer; status 0 means still pending.
-	Reserve(ctx context.Context, accountID int64, key string, now, since, pendingSince time.Time) (reserved bool, status int, body []byte, err error)
-	// Remember stores the answer of a reserved key; Forget drops a
-	// reservation whose request failed, so the key can be used again.
-	Remember(ctx context.Context, accountID int64, key string, status int, body []byte) error
-	Forget(ctx context.Context, accountID int64, key string) error
+	// The claim is marked with token. A key claimed by a request in flight
+	// gives reserved false and status 0.
+	Reserve(ctx context.Context, accountID int64, key, token string, now, since, pendingSince time.Time) (reserved bool, status int, body []byte, err error)
+	// Remember stores the answer under a key still claimed with token;
+	// Forget drops such a claim (its request failed), so the key can be
+	// used again. Neither touches a claim taken over by another request.
+	Remember(ctx context.Context, accountID int64, key, token string, status int, body []byte) error
+	Forget(ctx context.Context, accountID int64, key, token string) error
 }

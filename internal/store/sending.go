@@ -219,14 +219,15 @@ func (s Sending) SaveProcessed(ctx context.Context, sendID int64, atts []sending
 }
 
 // Reserve implements sending.Store: one upsert that claims a new, expired
-// or stale pending key, and reports nothing when the key is taken.
-func (s Sending) Reserve(ctx context.Context, accountID int64, key string, now, since, pendingSince time.Time) (bool, int, []byte, error) {
+// or stale pending key, and reports nothing when the key is taken. While
+// pending, the response column holds the claim's token.
+func (s Sending) Reserve(ctx context.Context, accountID int64, key, token string, now, since, pendingSince time.Time) (bool, int, []byte, error) {
 	var status int
 	err := s.db.w.QueryRowContext(ctx, `INSERT INTO idempotency_keys (account_id, key, status, response, created_at)
-		VALUES ($1, $2, 0, '', $3) ON CONFLICT (account_id, key) DO UPDATE SET status = 0, response = '',
+		VALUES ($1, $2, 0, $6, $3) ON CONFLICT (account_id, key) DO UPDATE SET status = 0, response = excluded.response,
 		created_at = excluded.created_at
 		WHERE idempotency_keys.created_at < $4 OR (idempotency_keys.status = 0 AND idempotency_keys.created_at < $5)
-		RETURNING status`, accountID, key, ms(now), ms(since), ms(pendingSince)).Scan(&status)
+		RETURNING status`, accountID, key, ms(now), ms(since), ms(pendingSince), token).Scan(&status)
 	if err == nil {
 		return true, 0, nil, nil
 	}
@@ -236,19 +237,22 @@ func (s Sending) Reserve(ctx context.Context, accountID int64, key string, now, 
 	var body string
 	err = s.db.w.QueryRowContext(ctx, `SELECT status, response FROM idempotency_keys WHERE account_id = $1 AND key = $2`,
 		accountID, key).Scan(&status, &body)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && status == 0) {
+		return false, 0, nil, nil // freed or claimed in between: in flight, as far as the caller knows
+	}
 	return false, status, []byte(body), notFound(err, "idempotency key")
 }
 
 // Remember implements sending.Store.
-func (s Sending) Remember(ctx context.Context, accountID int64, key string, status int, body []byte) error {
+func (s Sending) Remember(ctx context.Context, accountID int64, key, token string, status int, body []byte) error {
 	_, err := s.db.w.ExecContext(ctx, `UPDATE idempotency_keys SET status = $3, response = $4
-		WHERE account_id = $1 AND key = $2`, accountID, key, status, string(body))
+		WHERE account_id = $1 AND key = $2 AND status = 0 AND response = $5`, accountID, key, status, string(body), token)
 	return notFound(err, "idempotency key")
 }
 
 // Forget implements sending.Store.
-func (s Sending) Forget(ctx context.Context, accountID int64, key string) error {
-	_, err := s.db.w.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND status = 0`,
-		accountID, key)
+func (s Sending) Forget(ctx context.Context, accountID int64, key, token string) error {
+	_, err := s.db.w.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND status = 0
+		AND response = $3`, accountID, key, token)
 	return notFound(err, "idempotency key")
 }

@@ -189,3 +189,45 @@ func countEvents(t *testing.T, db *store.DB, domainID int64, typ event.Type) int
 	}
 	return n
 }
+
+// testIdempotencyClaims: a claim taken over after it went stale is not
+// touched by the first claimant's Remember or Forget.
+func testIdempotencyClaims(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	s := store.NewSending(db)
+	a, _ := NewDomainRow(t, db, "idem", "idem.example")
+	t0 := now
+	reserve := func(token string, at, pendingSince time.Time) (bool, int, string) {
+		t.Helper()
+		ok, status, body, err := s.Reserve(ctx, a.ID, "k", token, at, at.Add(-24*time.Hour), pendingSince)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok, status, string(body)
+	}
+	if ok, _, _ := reserve("A", t0, t0.Add(-time.Minute)); !ok {
+		t.Fatal("first claim refused")
+	}
+	if ok, status, _ := reserve("B", t0.Add(time.Second), t0.Add(-time.Minute)); ok || status != 0 {
+		t.Fatalf("a second claim while A is pending: ok=%v status=%d; want pending", ok, status)
+	}
+	// A stalls past the pending limit; B takes over.
+	if ok, _, _ := reserve("B", t0.Add(20*time.Minute), t0.Add(10*time.Minute)); !ok {
+		t.Fatal("a stale claim was not taken over")
+	}
+	if err := s.Forget(ctx, a.ID, "k", "A"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remember(ctx, a.ID, "k", "A", 202, []byte("A's answer")); err != nil {
+		t.Fatal(err)
+	}
+	if ok, status, _ := reserve("C", t0.Add(21*time.Minute), t0.Add(11*time.Minute)); ok || status != 0 {
+		t.Fatalf("after A's late Forget and Remember, C got ok=%v status=%d; want B's claim still pending", ok, status)
+	}
+	if err := s.Remember(ctx, a.ID, "k", "B", 202, []byte("B's answer")); err != nil {
+		t.Fatal(err)
+	}
+	if ok, status, body := reserve("D", t0.Add(22*time.Minute), t0.Add(12*time.Minute)); ok || status != 202 || body != "B's answer" {
+		t.Fatalf("replay = ok=%v %d %q; want B's answer", ok, status, body)
+	}
+}

@@ -24,6 +24,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("RateCounter", func(t *testing.T) { t.Parallel(); testRateCounter(t, open(t)) })
 	t.Run("Tracking", func(t *testing.T) { t.Parallel(); testTracking(t, open(t)) })
 	t.Run("SendingBatches", func(t *testing.T) { t.Parallel(); testSendingBatches(t, open(t)) })
+	t.Run("IdempotencyClaims", func(t *testing.T) { t.Parallel(); testIdempotencyClaims(t, open(t)) })
 	t.Run("InTxPanic", func(t *testing.T) { t.Parallel(); testInTxPanic(t, open(t)) })
 	t.Run("MigrateTwice", func(t *testing.T) {
 		t.Parallel()
