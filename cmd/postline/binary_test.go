@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -88,6 +89,24 @@ func (s *server) waitFor(t *testing.T, want string) string {
 
 func startServe(t *testing.T, env []string, args ...string) *server {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		s, clash := tryServe(t, env, args...)
+		if s != nil {
+			return s
+		}
+		// The free port from freeAddr was taken by someone else before the
+		// process bound it: try another one.
+		if !clash || attempt == 3 {
+			t.Fatal("serve did not start")
+		}
+	}
+}
+
+// tryServe starts serve on a fresh port and waits until it is ready. It
+// returns nil and whether the port was taken meanwhile when the process
+// exits first; other failures end the test.
+func tryServe(t *testing.T, env []string, args ...string) (*server, bool) {
+	t.Helper()
 	bin, err := buildBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +114,8 @@ func startServe(t *testing.T, env []string, args ...string) *server {
 	addr := freeAddr(t)
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = &testWriter{t: t}
+	stderr := &syncBuffer{}
+	cmd.Stderr = io.MultiWriter(stderr, &testWriter{t: t})
 	s := &server{cmd: cmd, addr: addr, out: &syncBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout = s.out
 	if err := cmd.Start(); err != nil {
@@ -109,11 +129,19 @@ func startServe(t *testing.T, env []string, args ...string) *server {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return s
+				return s, false
 			}
 		}
+		select {
+		case exit := <-s.done:
+			if strings.Contains(stderr.String(), "address already in use") {
+				return nil, true
+			}
+			t.Fatalf("serve on %s exited before it was ready (%v):\n%s", addr, exit, stderr.String())
+		default:
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("serve on %s not ready: %v", addr, err)
+			t.Fatalf("serve on %s not ready: %v\n%s", addr, err, stderr.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
