@@ -157,7 +157,8 @@ func TestLogListOverHTTP(t *testing.T) {
 		// Bad parameters: 422 {"error": ...} naming each.
 		for _, c := range []struct{ query, field string }{
 			{"limit=0", "limit"}, {"limit=10001", "limit"}, {"limit=abc", "limit"}, {"limit=1.5", "limit"},
-			{"offset=-1", "offset"}, {"offset=x", "offset"},
+			{"offset=-1", "offset"}, {"offset=x", "offset"}, {"offset=9223372036854775807&recipient=c@x.example", "offset"},
+			{"recipient=a%00b", "recipient"}, {"subject=a%00b", "subject"},
 			{"start=yesterday", "start"}, {"end=2026-13-01", "end"}, {"start=2026-11-21T25:00:00Z", "start"},
 			{"start=2026-11-21&end=2026-11-20", "end"},
 			{"event_type=sent", "event_type"}, {"event_type=Delivered", "event_type"},

@@ -123,6 +123,7 @@ func TestWhitelistOverHTTP(t *testing.T) {
 			field string
 		}{
 			{map[string]any{}, "recipient"},
+			{map[string]any{"recipient": "x@example.com", "description": "a\u0000b"}, "description"},
 			{map[string]any{"recipient": ""}, "recipient"},
 			{map[string]any{"recipient": 42}, "recipient"},
 			{map[string]any{"recipient": "not an address@"}, "recipient"},

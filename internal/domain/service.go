@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/postline/postline/internal/apperr"
 	"golang.org/x/net/idna"
@@ -214,7 +215,8 @@ func (s *Service) checkDelivery(fe apperr.FieldErrors, del *Delivery, trusted bo
 		return
 	}
 	host := strings.ToLower(strings.TrimSpace(del.Host))
-	if host == "" || len(host) > 253 || strings.ContainsAny(host, " /:@\r\n") {
+	if host == "" || len(host) > 253 || strings.ContainsFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }) ||
+		strings.ContainsAny(host, "/:@") {
 		fe.Add("delivery.host", "must be a host name or IP address")
 	} else if !trusted && !allowed(host, s.cfg.RelayAllowlist) {
 		fe.Add("delivery.host", fmt.Sprintf("relay host %s is not on the operator's allowlist", host))
@@ -235,6 +237,11 @@ func (s *Service) checkDelivery(fe apperr.FieldErrors, del *Delivery, trusted bo
 	}
 	if len(del.User) > 255 || len(del.Password) > 255 {
 		fe.Add("delivery.user", "user and password must be at most 255 characters")
+	}
+	for field, v := range map[string]string{"delivery.user": del.User, "delivery.password": del.Password} {
+		if strings.ContainsRune(v, 0) || !utf8.ValidString(v) {
+			fe.Add(field, "must be valid UTF-8 without NUL characters")
+		}
 	}
 	if (del.User == "") != (del.Password == "") {
 		fe.Add("delivery.password", "user and password go together")

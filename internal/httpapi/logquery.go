@@ -28,6 +28,11 @@ type logQuery struct {
 // parseLogQuery reads the query of the list (stream false) or the stream.
 // Every bad parameter is reported, each named in the message; unknown
 // parameters are ignored, as are empty ones.
+// maxOffset bounds list paging (deeper pages are for the stream, which
+// pages by id); it also keeps offset + limit + the count cap far from
+// overflowing.
+const maxOffset = 10_000_000
+
 func parseLogQuery(r *http.Request, stream bool) (logQuery, error) {
 	q := r.URL.Query()
 	var lq logQuery
@@ -48,6 +53,8 @@ func parseLogQuery(r *http.Request, stream bool) (logQuery, error) {
 		*p.dst = q.Get(p.name)
 		if len(*p.dst) > maxFilterLen {
 			bad(p.name, fmt.Sprintf("The %s filter must be at most %d characters.", p.name, maxFilterLen))
+		} else if strings.ContainsRune(*p.dst, 0) {
+			bad(p.name, fmt.Sprintf("The %s filter must not contain NUL characters.", p.name))
 		}
 	}
 	if v := q.Get("event_type"); v != "" {
@@ -75,8 +82,8 @@ func parseLogQuery(r *http.Request, stream bool) (logQuery, error) {
 	}
 	if v := q.Get("offset"); v != "" && !stream {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			bad("offset", "The offset must be an integer of 0 or more.")
+		if err != nil || n < 0 || n > maxOffset {
+			bad("offset", fmt.Sprintf("The offset must be an integer between 0 and %d.", maxOffset))
 		}
 		f.Offset = n
 	}

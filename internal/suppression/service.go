@@ -67,6 +67,8 @@ func (s *Service) Add(ctx context.Context, p AddParams) (Entry, bool, error) {
 	}
 	if utf8.RuneCountInString(p.Description) > MaxDescription {
 		fe.Add("description", fmt.Sprintf("The description must not be greater than %d characters.", MaxDescription))
+	} else if strings.ContainsRune(p.Description, 0) || !utf8.ValidString(p.Description) {
+		fe.Add("description", "The description must be valid UTF-8 without NUL characters.")
 	}
 	if err := fe.Err(); err != nil {
 		return Entry{}, false, err
