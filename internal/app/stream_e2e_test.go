@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/postline/postline/internal/apitest"
 	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/httpapi"
 	"github.com/postline/postline/internal/store"
 	"github.com/postline/postline/internal/testutil"
 )
@@ -326,5 +328,47 @@ func TestLogStreamFollowAcrossProcesses(t *testing.T) {
 	}
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("took %s: that is the poll, not the notification", took)
+	}
+}
+
+// An account may hold MaxStreamsPerAccount log streams at once; the next
+// is a 429 naming the limit, and closing one makes room.
+func TestLogStreamsPerAccountAreBounded(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, store.SQLite, nil)
+	alice := env.NewUser("alice")
+	env.NewDomain(alice, "alice.example")
+	req := apitest.Request{Method: "GET", Path: "/api/domains/alice.example/log/stream?follow=true", Auth: alice.Auth()}
+	var cancels []context.CancelFunc
+	defer func() {
+		for _, c := range cancels {
+			c()
+		}
+	}()
+	for i := 0; i < httpapi.MaxStreamsPerAccount; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancels = append(cancels, cancel)
+		if s, resp := env.OpenStream(ctx, req); s == nil {
+			t.Fatalf("stream %d: %d %s", i+1, resp.StatusCode, resp.Body)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, resp := env.OpenStream(ctx, req)
+	if s != nil || resp.StatusCode != 429 || !strings.Contains(fmt.Sprint(resp.JSON["message"]), fmt.Sprint(httpapi.MaxStreamsPerAccount)) {
+		t.Fatalf("one stream too many: %+v", resp)
+	}
+	cancels[0]() // the client goes away; its stream ends and frees its place
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancels = append(cancels, cancel)
+		if s, _ := env.OpenStream(ctx, req); s != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("closing a stream did not make room for another")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

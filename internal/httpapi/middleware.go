@@ -169,9 +169,16 @@ func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, g group, p ac
 	return nil
 }
 
-// rateLimited carries Retry-After to writeError.
-type rateLimited struct{ retryAfter int }
+// rateLimited carries Retry-After to writeError; msg, when set, replaces
+// the window's message (for limits other than the request budget).
+type rateLimited struct {
+	retryAfter int
+	msg        string
+}
 
 func (e *rateLimited) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
 	return "Too many requests. Try again in " + strconv.Itoa(e.retryAfter) + " seconds."
 }

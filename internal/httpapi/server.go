@@ -68,6 +68,7 @@ type Server struct {
 	// their request, which Shutdown does not cancel.
 	streamsCtx  context.Context
 	stopStreams context.CancelFunc
+	openStreams streamCounter
 }
 
 // New builds the server and its routes.

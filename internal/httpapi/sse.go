@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/postline/postline/internal/account"
@@ -49,6 +51,12 @@ func (s *Server) handleLogStream(w http.ResponseWriter, r *http.Request, p accou
 		return err
 	}
 	lq.filter.DomainID = d.ID
+	release, ok := s.openStreams.take(p.AccountID)
+	if !ok {
+		return &rateLimited{retryAfter: 5, msg: fmt.Sprintf(
+			"At most %d log streams may be open at once per account; close one or retry in 5 seconds.", MaxStreamsPerAccount)}
+	}
+	defer release()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.streamsCtx, cancel)()
@@ -113,3 +121,35 @@ func (k *sseSink) write(b []byte) error {
 }
 
 func (k *sseSink) flush() error { return k.rc.Flush() }
+
+// MaxStreamsPerAccount bounds an account's open log streams per process:
+// a following stream lives until the client leaves, and opening one costs
+// only one request of the rate budget.
+const MaxStreamsPerAccount = 20
+
+// streamCounter counts open streams per account.
+type streamCounter struct {
+	mu sync.Mutex
+	n  map[int64]int
+}
+
+// take counts a stream for account, unless it has MaxStreamsPerAccount
+// open; release uncounts it.
+func (c *streamCounter) take(account int64) (release func(), ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[int64]int{}
+	}
+	if c.n[account] >= MaxStreamsPerAccount {
+		return nil, false
+	}
+	c.n[account]++
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.n[account]--; c.n[account] == 0 {
+			delete(c.n, account)
+		}
+	}, true
+}
