@@ -13,8 +13,7 @@ import (
 // the instance secret, so every process sharing the database makes and
 // accepts the same tokens.
 func (a *App) openTracking(secretKey []byte) error {
-	sum := sha256.Sum256(append([]byte("postline tracking\x00"), secretKey...))
-	a.TrackingSigner = tracking.NewSigner(sum[:])
+	a.TrackingSigner = tracking.NewSigner(deriveKey("tracking", secretKey))
 	urls, err := tracking.NewURLs(a.TrackingSigner, a.Config.EffectivePublicURL(), a.Config.SMTPListen != "")
 	if err != nil {
 		return err
@@ -33,7 +32,12 @@ func (a *App) openTracking(secretKey []byte) error {
 
 // verpKey signs bounce addresses: the workers make them, the inbound
 // listener checks them.
-func verpKey(secretKey []byte) []byte {
-	sum := sha256.Sum256(append([]byte("postline verp\x00"), secretKey...))
+func verpKey(secretKey []byte) []byte { return deriveKey("verp", secretKey) }
+
+// deriveKey is the key for one purpose, derived from the instance secret so
+// that every process sharing the database has it and no purpose's key
+// reveals another's.
+func deriveKey(purpose string, secretKey []byte) []byte {
+	sum := sha256.Sum256(append([]byte("postline "+purpose+"\x00"), secretKey...))
 	return sum[:]
 }
