@@ -40,7 +40,7 @@ func TestCLIUsersKeysDomains(t *testing.T) {
 	}{
 		{[]string{"user", "create", "alice"}, 0, "created account alice"},
 		{[]string{"user", "create", "alice"}, 1, `account "alice" already exists`},
-		{[]string{"user", "create", "Bad:Login"}, 1, "login may contain only"},
+		{[]string{"user", "create", "Bad:Login"}, 2, "postline user create: LOGIN: login may contain only"},
 		{[]string{"user", "list"}, 0, "alice"},
 		{[]string{"key", "list", "alice"}, 0, "ID"},
 		{[]string{"key", "revoke", "abc"}, 2, "KEY_ID must be a number"},
@@ -55,11 +55,11 @@ func TestCLIUsersKeysDomains(t *testing.T) {
 		{[]string{"domain", "track", "example.org", "--clicks", "on", "--unsubscribe", "on"}, 0, "opens off, clicks on, unsubscribe on"},
 		{[]string{"domain", "track", "example.org", "--clicks", "off"}, 0, "opens off, clicks off, unsubscribe on"},
 		{[]string{"domain", "show", "example.org"}, 0, "track.example.org (opens off, clicks off, unsubscribe on)"},
-		{[]string{"domain", "track", "example.org", "--opens", "maybe"}, 2, "--opens wants on or off"},
+		{[]string{"domain", "track", "example.org", "--opens", "maybe"}, 2, `postline domain track: --opens: want on or off, got "maybe"`},
 		{[]string{"domain", "set-auth", "example.org", "bounces.example.org"}, 0, "bounces.example.org"},
 		{[]string{"domain", "remove", "relay.example"}, 0, "removed relay.example"},
 		{[]string{"domain", "show", "relay.example"}, 1, "not found"},
-		{[]string{"domain", "frobnicate"}, 2, "unknown subcommand"},
+		{[]string{"domain", "frobnicate"}, 2, `postline domain: unknown command "frobnicate"; want add, list,`},
 		{[]string{"nonsense"}, 2, "unknown command"},
 		{[]string{"user", "list", "--rate-domain-per-minute", "0"}, 2, "rate-domain-per-minute: must be at least 1"},
 	}
@@ -108,18 +108,19 @@ func TestCLISuppressions(t *testing.T) {
 		{[]string{"domain", "add", "alice", "alice.example", "--direct"}, 0, "added"},
 		{[]string{"suppression", "add", "alice.example", "Gone@X.example", "--type", "bounce"}, 0, "added bounce gone@x.example (id 1)"},
 		{[]string{"suppression", "add", "alice.example", "gone@x.example", "--type", "bounce"}, 0, "already present: bounce gone@x.example (id 1)"},
-		{[]string{"suppression", "add", "alice.example", "gone@x.example"}, 2, "needs --type"},
-		{[]string{"suppression", "add", "alice.example", "not@@valid", "--type", "bounce"}, 1, "recipient"},
+		{[]string{"suppression", "add", "alice.example", "gone@x.example"}, 2, "--type is required: want bounce, unsubscribe or whitelist"},
+		{[]string{"suppression", "add", "alice.example", "gone@x.example", "--type", "bounced"}, 2, `--type: want bounce, unsubscribe or whitelist, got "bounced"`},
+		{[]string{"suppression", "add", "alice.example", "not@@valid", "--type", "bounce"}, 2, "RECIPIENT: The recipient must be"},
 		{[]string{"suppression", "add", "nobody.example", "a@b.example", "--type", "bounce"}, 1, "not found"},
 		{[]string{"webhook", "add", "alice.example", "https://hooks.example.com/p", "--events", "delivered,bounced"}, 0, "whsec_"},
 		{[]string{"webhook", "list", "alice.example"}, 0, "delivered,bounced"},
-		{[]string{"webhook", "add", "alice.example", "ftp://x"}, 1, "url"},
+		{[]string{"webhook", "add", "alice.example", "ftp://x"}, 2, "postline webhook add: URL: must be an absolute http"},
 		{[]string{"webhook", "remove", "alice.example", "1"}, 0, "removed webhook 1"},
 		{[]string{"webhook", "remove", "alice.example", "1"}, 1, "not found"},
 		{[]string{"webhook", "remove", "alice.example", "x"}, 2, "ID must be a number"},
 		{[]string{"suppression", "import", "alice.example", csvFile}, 0, "imported: 2 added, 0 already present"},
 		{[]string{"suppression", "list", "alice.example", "--type", "bounce"}, 0, "page 1 of 1, 2 in all"},
-		{[]string{"suppression", "list", "alice.example", "--per-page", "5"}, 2, "--per-page 10 to 100"},
+		{[]string{"suppression", "list", "alice.example", "--per-page", "5"}, 2, "--per-page must be 10 to 100, got 5"},
 		{[]string{"suppression", "remove", "alice.example", "1"}, 0, "removed suppression 1"},
 		{[]string{"suppression", "remove", "alice.example", "1"}, 1, "not found"},
 		{[]string{"suppression", "list", "alice.example", "--type", "bounce"}, 0, "page 1 of 1, 1 in all"},
@@ -141,6 +142,9 @@ func TestCLIValidate(t *testing.T) {
 	dns := dnstest.New(t)
 	dns.AddMX("acme-mail.com", 10, "mx.acme-mail.com")
 	vars := map[string]string{"POSTLINE_DATA_DIR": t.TempDir(), "POSTLINE_DNS_SERVER": dns.Addr()}
+	if code, _, errs := cliEnv(t, vars, "migrate"); code != 0 {
+		t.Fatalf("migrate: %s", errs)
+	}
 	run := func(stdin string, args ...string) (int, []map[string]any, string) {
 		var out, errb bytes.Buffer
 		code := run(context.Background(), append([]string{"validate"}, args...),

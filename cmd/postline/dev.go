@@ -2,25 +2,14 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"time"
 
+	"github.com/postline/postline/internal/app"
+	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/event"
 )
-
-func cmdDev(ctx context.Context, e env, args []string) error {
-	if len(args) == 0 {
-		return usagef("want dev seed-log DOMAIN --count N | dev smtp-sink [--listen ADDR]")
-	}
-	switch args[0] {
-	case "seed-log":
-		return devSeedLog(ctx, e, args[1:])
-	case "smtp-sink":
-		return devSMTPSink(ctx, e, args[1:])
-	default:
-		return usagef("unknown subcommand %q: want seed-log or smtp-sink", args[0])
-	}
-}
 
 // seedBatch entries per Record call: one transaction each, big enough that
 // commits are a small share of the time, small enough that the SQLite
@@ -30,27 +19,22 @@ const seedBatch = 5000
 // devSeedLog records --count realistic entries for DOMAIN over the last 30
 // days, in time order (so ids grow with created_at), through the same
 // service and store code as the delivery path.
-func devSeedLog(ctx context.Context, e env, args []string) error {
-	fs, l := flags(e, "dev seed-log")
+func setupSeedLog(fs *flag.FlagSet) runFunc {
 	count := fs.Int("count", 0, "number of log entries to create (required)")
 	seed := fs.Uint64("seed", 0, "random seed, for a reproducible set (default: from the clock)")
-	pos, cfg, err := parse(fs, l, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, x *inv) error {
+		if *count < 1 {
+			return usagef("--count must be at least 1, got %d", *count)
+		}
+		return onDomain(func(ctx context.Context, x *inv, a *app.App, d domain.Domain) error {
+			return seedLog(ctx, x, a, d, *count, *seed)
+		})(ctx, x)
 	}
-	if len(pos) != 1 {
-		return usagef("dev seed-log takes one argument, DOMAIN, got %d", len(pos))
-	}
-	if *count < 1 {
-		return usagef("--count must be at least 1")
-	}
-	a, d, err := openDomain(ctx, e, cfg, pos[0])
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	if *seed == 0 {
-		*seed = uint64(time.Now().UnixNano())
+}
+
+func seedLog(ctx context.Context, x *inv, a *app.App, d domain.Domain, count int, seed uint64) error {
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
 	}
 	now := time.Now().UTC()
 	start := time.Now()
@@ -63,7 +47,7 @@ func devSeedLog(ctx context.Context, e env, args []string) error {
 		return nil
 	}
 	for en := range event.Synthetic(event.SyntheticParams{DomainID: d.ID, Domain: d.Name,
-		From: now.Add(-30 * 24 * time.Hour), To: now, Count: *count, Seed: *seed}) {
+		From: now.Add(-30 * 24 * time.Hour), To: now, Count: count, Seed: seed}) {
 		if batch = append(batch, en); len(batch) == seedBatch {
 			if err := flush(); err != nil {
 				return err
@@ -74,7 +58,7 @@ func devSeedLog(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	took := time.Since(start)
-	fmt.Fprintf(e.stdout, "recorded %d log entries for %s over the last 30 days in %s (%.0f/s)\n",
-		*count, d.Name, took.Round(time.Millisecond), float64(*count)/took.Seconds())
+	fmt.Fprintf(x.stdout, "recorded %d log entries for %s over the last 30 days in %s (%.0f/s)\n",
+		count, d.Name, took.Round(time.Millisecond), float64(count)/took.Seconds())
 	return nil
 }

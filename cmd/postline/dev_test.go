@@ -24,11 +24,11 @@ func TestDevSeedLog(t *testing.T) {
 		code     int
 		contains string
 	}{
-		{[]string{"dev"}, 2, "want dev seed-log"},
-		{[]string{"dev", "frobnicate"}, 2, "unknown subcommand"},
+		{[]string{"dev"}, 2, "Usage: postline dev COMMAND"},
+		{[]string{"dev", "frobnicate"}, 2, `postline dev: unknown command "frobnicate"; want seed-log or smtp-sink`},
 		{[]string{"dev", "seed-log", "shop.example"}, 2, "--count must be at least 1"},
-		{[]string{"dev", "seed-log", "--count", "5"}, 2, "takes one argument"},
-		{[]string{"dev", "seed-log", "shop.example", "--count", "many"}, 2, "invalid value"},
+		{[]string{"dev", "seed-log", "--count", "5"}, 2, "postline dev seed-log: want DOMAIN, got 0 argument(s)"},
+		{[]string{"dev", "seed-log", "shop.example", "--count", "many"}, 2, `--count: not a valid value, got "many"`},
 		{[]string{"dev", "seed-log", "nope.example", "--count", "5"}, 1, "not found"},
 		{[]string{"dev", "seed-log", "shop.example", "--count", "3000", "--seed", "7"}, 0, "recorded 3000 log entries for shop.example"},
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -11,89 +12,251 @@ import (
 	"github.com/postline/postline/internal/domain"
 )
 
-// domainArgs is how many positional arguments each subcommand takes.
-var domainArgs = map[string]int{"add": 2, "list": 1, "show": 1, "verify": 1, "set-tracking": 2, "set-auth": 2, "track": 1, "remove": 1}
+// deliveryFields names the delivery flags for the domain service's field errors.
+var deliveryFields = map[string]string{"delivery.mode": "--direct/--smtp-host", "delivery.host": "--smtp-host",
+	"delivery.port": "--smtp-port", "delivery.user": "--smtp-user", "delivery.password": "--smtp-password",
+	"delivery.tls": "--smtp-tls", "name": "DOMAIN", "host": "HOST"}
 
-func cmdDomain(ctx context.Context, e env, args []string) error {
-	if len(args) == 0 {
-		return usagef("want domain add|list|show|verify|set-tracking|set-auth|track|remove")
+func domainCommands() *cmd {
+	one := func(run func(ctx context.Context, x *inv, a *app.App, d domain.Domain) error) func(*flag.FlagSet) runFunc {
+		return func(*flag.FlagSet) runFunc { return onDomain(run) }
 	}
-	sub := args[0]
-	n, ok := domainArgs[sub]
-	if !ok {
-		return usagef("unknown subcommand %q", sub)
-	}
-	fs, l := flags(e, "domain "+sub)
-	direct := fs.Bool("direct", false, "add: deliver straight to recipients' MX hosts")
-	var del domain.Delivery
-	fs.StringVar(&del.Host, "smtp-host", "", "add: SMTP relay host")
-	fs.IntVar(&del.Port, "smtp-port", 0, "add: SMTP relay port (default 587)")
-	fs.StringVar(&del.User, "smtp-user", "", "add: SMTP relay user")
-	fs.StringVar(&del.Password, "smtp-password", "", "add: SMTP relay password (stored encrypted)")
-	fs.StringVar(&del.TLS, "smtp-tls", "", "add: none, starttls or tls (default starttls)")
-	force := fs.Bool("force", false, "verify: mark verified without DNS lookups (operator override)")
-	var sw switches
-	fs.StringVar(&sw.opens, "opens", "", "track: on or off (open pixel)")
-	fs.StringVar(&sw.clicks, "clicks", "", "track: on or off (click URLs)")
-	fs.StringVar(&sw.unsubscribe, "unsubscribe", "", "track: on or off (List-Unsubscribe, one-click)")
-	pos, cfg, err := parse(fs, l, args[1:])
-	if err != nil {
-		return err
-	}
-	if len(pos) != n {
-		return usagef("domain %s takes %d argument(s), got %d", sub, n, len(pos))
-	}
-	if sub == "add" {
-		switch {
-		case *direct && del.Host != "":
-			return usagef("give either --direct or --smtp-host, not both")
-		case *direct:
-			del = domain.Delivery{Mode: domain.ModeDirect}
-		case del.Host != "":
-			del.Mode = domain.ModeSMTP
-		default:
-			return usagef("give --direct or --smtp-host H --smtp-port P")
-		}
-	}
-	a, err := openApp(ctx, e, cfg)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	if sub == "track" {
-		return runTrack(ctx, e, a, pos[0], sw)
-	}
-	return runDomain(ctx, e, a, sub, pos, del, *force)
+	return &cmd{name: "domain", summary: "sending domains", subs: []*cmd{
+		{name: "add", args: "LOGIN DOMAIN",
+			summary: "add a sending domain for LOGIN with a new DKIM key and print the DNS records to publish",
+			help: "Give --direct to deliver to the recipients' MX hosts, or --smtp-host (and --smtp-port,\n" +
+				"--smtp-user, --smtp-password, --smtp-tls) to relay through an SMTP server.",
+			minArgs: 2, maxArgs: 2, setup: setupDomainAdd},
+		{name: "list", args: "LOGIN", summary: "list LOGIN's domains", minArgs: 1, maxArgs: 1, setup: setupDomainList},
+		{name: "show", args: "DOMAIN", summary: "show a domain's settings and the DNS records to publish",
+			minArgs: 1, maxArgs: 1, setup: one(domainShow)},
+		{name: "update", args: "DOMAIN",
+			summary: "change how a domain's mail leaves (relay or direct); the DKIM key and everything else stay",
+			help: "Only the flags given change: --smtp-password alone replaces the relay password, --direct\n" +
+				"switches to direct delivery and drops the relay settings, --smtp-host switches to a relay.",
+			minArgs: 1, maxArgs: 1, setup: setupDomainUpdate},
+		{name: "verify", args: "DOMAIN", summary: "check the domain's DNS records and mark it verified when they are published",
+			minArgs: 1, maxArgs: 1, setup: setupDomainVerify},
+		{name: "set-tracking", args: "DOMAIN HOST", summary: "set the tracking domain (a name under DOMAIN) and print its CNAME",
+			minArgs: 2, maxArgs: 2, setup: setupSetHost("tracking")},
+		{name: "set-auth", args: "DOMAIN HOST", summary: "set the authentication (return-path and DKIM d=) domain and print its records",
+			minArgs: 2, maxArgs: 2, setup: setupSetHost("authentication")},
+		{name: "track", args: "DOMAIN",
+			summary: "turn open, click and unsubscribe tracking on or off", minArgs: 1, maxArgs: 1, setup: setupTrack},
+		{name: "remove", args: "DOMAIN", summary: "delete a domain, its DKIM key, log, suppressions and webhooks",
+			minArgs: 1, maxArgs: 1, setup: one(func(ctx context.Context, x *inv, a *app.App, d domain.Domain) error {
+				if err := a.Domains.Remove(ctx, d); err != nil {
+					return err
+				}
+				fmt.Fprintf(x.stdout, "removed %s\n", d.Name)
+				return nil
+			})},
+	}}
 }
 
-// switches are the track subcommand's flags: "on", "off" or "" (unchanged).
-type switches struct{ opens, clicks, unsubscribe string }
-
-func runTrack(ctx context.Context, e env, a *app.App, name string, sw switches) error {
-	d, err := a.Domains.Get(ctx, name)
-	if err != nil {
-		return err
-	}
-	t := d.Tracking
-	for _, f := range []struct {
-		name, value string
-		out         *bool
-	}{{"opens", sw.opens, &t.Opens}, {"clicks", sw.clicks, &t.Clicks}, {"unsubscribe", sw.unsubscribe, &t.Unsubscribe}} {
-		switch f.value {
-		case "":
-		case "on":
-			*f.out = true
-		case "off":
-			*f.out = false
-		default:
-			return usagef("--%s wants on or off, got %q", f.name, f.value)
+// onDomain runs a command on the domain named by the first argument.
+func onDomain(run func(ctx context.Context, x *inv, a *app.App, d domain.Domain) error) runFunc {
+	return func(ctx context.Context, x *inv) error {
+		a, d, err := x.domain(ctx, x.args[0])
+		if err != nil {
+			return err
 		}
+		return run(ctx, x, a, d)
 	}
-	if d, err = a.Domains.SetTrackingOptions(ctx, d, t); err != nil {
-		return err
+}
+
+// deliveryFlags are the flags of add and update that say how mail leaves.
+type deliveryFlags struct {
+	direct                    *bool
+	host, user, password, tls *string
+	port                      *int
+}
+
+func addDeliveryFlags(fs *flag.FlagSet) deliveryFlags {
+	return deliveryFlags{
+		direct:   fs.Bool("direct", false, "deliver straight to the recipients' MX hosts"),
+		host:     fs.String("smtp-host", "", "relay through this SMTP `host`"),
+		port:     fs.Int("smtp-port", 0, "SMTP relay `port` (default 587)"),
+		user:     fs.String("smtp-user", "", "SMTP relay `user`"),
+		password: fs.String("smtp-password", "", "SMTP relay `password` (stored encrypted)"),
+		tls:      choiceFlag(fs, "smtp-tls", "relay TLS (default starttls)", "none", "starttls", "tls"),
 	}
-	fmt.Fprintf(e.stdout, "%s tracking: %s\n", d.Name, trackingText(d.Tracking))
-	return nil
+}
+
+// apply returns del changed by the flags given; changed is false when no
+// delivery flag was given.
+func (f deliveryFlags) apply(del domain.Delivery) (out domain.Delivery, changed bool, err error) {
+	relay := *f.host != "" || *f.port != 0 || *f.user != "" || *f.password != "" || *f.tls != ""
+	switch {
+	case *f.direct && relay:
+		return del, false, usagef("give either --direct or the --smtp-* flags, not both")
+	case *f.direct:
+		return domain.Delivery{Mode: domain.ModeDirect}, true, nil
+	case !relay:
+		return del, false, nil
+	}
+	if del.Mode != domain.ModeSMTP {
+		if *f.host == "" {
+			return del, false, usagef("--smtp-host is required to switch to relay delivery")
+		}
+		del = domain.Delivery{Mode: domain.ModeSMTP}
+	}
+	if *f.host != "" {
+		del.Host = *f.host
+	}
+	if *f.port != 0 {
+		del.Port = *f.port
+	}
+	if *f.tls != "" {
+		del.TLS = *f.tls
+	}
+	if *f.user != "" || *f.password != "" {
+		del.User, del.Password = *f.user, *f.password
+	}
+	return del, true, nil
+}
+
+func setupDomainAdd(fs *flag.FlagSet) runFunc {
+	df := addDeliveryFlags(fs)
+	return func(ctx context.Context, x *inv) error {
+		x.fields = deliveryFields
+		del, changed, err := df.apply(domain.Delivery{})
+		if err != nil {
+			return err
+		}
+		if !changed {
+			return usagef("give --direct or --smtp-host HOST [--smtp-port PORT]")
+		}
+		a, err := x.app(ctx)
+		if err != nil {
+			return err
+		}
+		acc, err := a.Accounts.User(ctx, x.args[0])
+		if err != nil {
+			return err
+		}
+		d, err := a.Domains.Add(ctx, domain.AddParams{AccountID: acc.ID, Name: x.args[1], Delivery: del, Trusted: true})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(x.stdout, "added %s for %s; publish these records, then run `postline domain verify %s`:\n", d.Name, acc.Login, d.Name)
+		return printRecords(x.stdout, a.Domains.Records(d))
+	}
+}
+
+func setupDomainUpdate(fs *flag.FlagSet) runFunc {
+	df := addDeliveryFlags(fs)
+	return onDomain(func(ctx context.Context, x *inv, a *app.App, d domain.Domain) error {
+		x.fields = deliveryFields
+		del, changed, err := df.apply(d.Delivery)
+		if err != nil {
+			return err
+		}
+		if !changed {
+			return usagef("nothing to change: give --direct or --smtp-* flags")
+		}
+		if d, err = a.Domains.SetDelivery(ctx, d, del, true); err != nil {
+			return err
+		}
+		fmt.Fprintf(x.stdout, "%s now delivers %s\n", d.Name, deliveryText(d.Delivery))
+		return nil
+	})
+}
+
+func setupDomainList(*flag.FlagSet) runFunc {
+	return func(ctx context.Context, x *inv) error {
+		a, err := x.app(ctx)
+		if err != nil {
+			return err
+		}
+		acc, err := a.Accounts.User(ctx, x.args[0])
+		if err != nil {
+			return err
+		}
+		list, err := a.Domains.List(ctx, acc.ID)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(x.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "DOMAIN\tVERIFIED\tDELIVERY\tTRACKING\tAUTH")
+		for _, d := range list {
+			fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\n", d.Name, d.Verified(), deliveryText(d.Delivery), dash(d.TrackingDomain), dash(d.AuthDomain))
+		}
+		return tw.Flush()
+	}
+}
+
+func domainShow(ctx context.Context, x *inv, a *app.App, d domain.Domain) error {
+	verified := "no"
+	if d.VerifiedAt != nil {
+		verified = d.VerifiedAt.Format(time.RFC3339)
+	}
+	fmt.Fprintf(x.stdout, "domain:    %s\nverified:  %s\ndelivery:  %s\ntracking:  %s (%s)\nauth:      %s\nselector:  %s\n\n",
+		d.Name, verified, deliveryText(d.Delivery), dash(d.TrackingDomain), trackingText(d.Tracking), dash(d.AuthDomain), d.DKIMSelector)
+	return printRecords(x.stdout, a.Domains.Records(d))
+}
+
+func setupDomainVerify(fs *flag.FlagSet) runFunc {
+	force := fs.Bool("force", false, "mark verified without DNS lookups (operator override)")
+	return onDomain(func(ctx context.Context, x *inv, a *app.App, d domain.Domain) error {
+		d, recs, err := a.Domains.Verify(ctx, d, *force)
+		if err != nil {
+			return err
+		}
+		if *force {
+			fmt.Fprintf(x.stdout, "%s marked verified without DNS checks (--force)\n", d.Name)
+			return nil
+		}
+		if err := printRecords(x.stdout, recs); err != nil {
+			return err
+		}
+		if !d.Verified() {
+			return fmt.Errorf("%s is not verified: publish the records marked missing or mismatch", d.Name)
+		}
+		fmt.Fprintf(x.stdout, "%s is verified\n", d.Name)
+		return nil
+	})
+}
+
+func setupSetHost(what string) func(*flag.FlagSet) runFunc {
+	return func(*flag.FlagSet) runFunc {
+		return onDomain(func(ctx context.Context, x *inv, a *app.App, d domain.Domain) error {
+			x.fields = deliveryFields
+			set := a.Domains.SetTracking
+			if what == "authentication" {
+				set = a.Domains.SetAuth
+			}
+			d, err := set(ctx, d, x.args[1])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(x.stdout, "%s domain of %s set; publish:\n", what, d.Name)
+			return printRecords(x.stdout, a.Domains.Records(d))
+		})
+	}
+}
+
+func setupTrack(fs *flag.FlagSet) runFunc {
+	opens := choiceFlag(fs, "opens", "the open pixel", "on", "off")
+	clicks := choiceFlag(fs, "clicks", "click URLs", "on", "off")
+	unsub := choiceFlag(fs, "unsubscribe", "List-Unsubscribe with one-click", "on", "off")
+	return onDomain(func(ctx context.Context, x *inv, a *app.App, d domain.Domain) error {
+		t := d.Tracking
+		for _, f := range []struct {
+			value string
+			out   *bool
+		}{{*opens, &t.Opens}, {*clicks, &t.Clicks}, {*unsub, &t.Unsubscribe}} {
+			if f.value != "" {
+				*f.out = f.value == "on"
+			}
+		}
+		d, err := a.Domains.SetTrackingOptions(ctx, d, t)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(x.stdout, "%s tracking: %s\n", d.Name, trackingText(d.Tracking))
+		return nil
+	})
 }
 
 func trackingText(t domain.Tracking) string {
@@ -104,84 +267,6 @@ func trackingText(t domain.Tracking) string {
 		return "off"
 	}
 	return fmt.Sprintf("opens %s, clicks %s, unsubscribe %s", onOff(t.Opens), onOff(t.Clicks), onOff(t.Unsubscribe))
-}
-
-func runDomain(ctx context.Context, e env, a *app.App, sub string, pos []string, del domain.Delivery, force bool) error {
-	svc := a.Domains
-	switch sub {
-	case "add":
-		acc, err := a.Accounts.User(ctx, pos[0])
-		if err != nil {
-			return err
-		}
-		d, err := svc.Add(ctx, domain.AddParams{AccountID: acc.ID, Name: pos[1], Delivery: del, Trusted: true})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "added %s for %s; publish these records, then run `postline domain verify %s`:\n", d.Name, acc.Login, d.Name)
-		return printRecords(e.stdout, svc.Records(d))
-	case "list":
-		acc, err := a.Accounts.User(ctx, pos[0])
-		if err != nil {
-			return err
-		}
-		list, err := svc.List(ctx, acc.ID)
-		if err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "DOMAIN\tVERIFIED\tDELIVERY\tTRACKING\tAUTH")
-		for _, d := range list {
-			fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\n", d.Name, d.Verified(), deliveryText(d.Delivery), dash(d.TrackingDomain), dash(d.AuthDomain))
-		}
-		return tw.Flush()
-	}
-	d, err := svc.Get(ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	switch sub {
-	case "show":
-		verified := "no"
-		if d.VerifiedAt != nil {
-			verified = d.VerifiedAt.Format(time.RFC3339)
-		}
-		fmt.Fprintf(e.stdout, "domain:    %s\nverified:  %s\ndelivery:  %s\ntracking:  %s (%s)\nauth:      %s\nselector:  %s\n\n",
-			d.Name, verified, deliveryText(d.Delivery), dash(d.TrackingDomain), trackingText(d.Tracking), dash(d.AuthDomain), d.DKIMSelector)
-		return printRecords(e.stdout, svc.Records(d))
-	case "verify":
-		d, recs, err := svc.Verify(ctx, d, force)
-		if err != nil {
-			return err
-		}
-		if force {
-			fmt.Fprintf(e.stdout, "%s marked verified without DNS checks (--force)\n", d.Name)
-			return nil
-		}
-		if err := printRecords(e.stdout, recs); err != nil {
-			return err
-		}
-		if !d.Verified() {
-			return fmt.Errorf("%s is not verified: publish the records marked missing or mismatch", d.Name)
-		}
-		fmt.Fprintf(e.stdout, "%s is verified\n", d.Name)
-	case "set-tracking", "set-auth":
-		set, what := svc.SetTracking, "tracking"
-		if sub == "set-auth" {
-			set, what = svc.SetAuth, "authentication"
-		}
-		if d, err = set(ctx, d, pos[1]); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "%s domain of %s set; publish:\n", what, d.Name)
-		return printRecords(e.stdout, svc.Records(d))
-	case "remove":
-		if err := svc.Remove(ctx, d); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "removed %s\n", d.Name)
-	}
-	return nil
 }
 
 func deliveryText(d domain.Delivery) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 
@@ -9,51 +10,40 @@ import (
 	"github.com/postline/postline/internal/app"
 )
 
-func cmdServe(ctx context.Context, e env, args []string) error {
-	fs, l := flags(e, "serve")
-	pos, cfg, err := parse(fs, l, args)
-	if err != nil {
-		return err
+func setupServe(*flag.FlagSet) runFunc {
+	return func(ctx context.Context, x *inv) error {
+		log := app.NewLogger(x.cfg, x.stderr)
+		// The first line says which database this is, so an operator who
+		// started it from another directory sees it at once.
+		log.Info("starting postline", "version", versionText(), "database", x.cfg.DatabaseLocation(), "data_dir", x.cfg.DataDir)
+		a, err := app.Open(ctx, x.cfg, log, app.Options{Command: "serve"})
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		// First start on an empty database: make an account so that a
+		// newcomer can call the API at once. Printed once; never again.
+		if key, created, err := a.Accounts.Bootstrap(ctx); err != nil {
+			return err
+		} else if created {
+			fmt.Fprintf(x.stdout, "Created account %q with API key (shown only now):\n  %s\n"+
+				"Try: curl -u %s:%s http://%s/api/domains\n",
+				account.BootstrapLogin, key, account.BootstrapLogin, key, x.cfg.Addr)
+		}
+		ln, err := net.Listen("tcp", x.cfg.Addr)
+		if err != nil {
+			return err
+		}
+		return a.Serve(ctx, ln)
 	}
-	if len(pos) > 0 {
-		return usagef("serve takes no arguments, got %q", pos)
-	}
-	log := app.NewLogger(cfg, e.stderr)
-	a, err := app.Open(ctx, cfg, log, app.Options{})
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	// First start on an empty database: make an account so that a newcomer
-	// can call the API at once. Printed once; never again.
-	if key, created, err := a.Accounts.Bootstrap(ctx); err != nil {
-		return err
-	} else if created {
-		fmt.Fprintf(e.stdout, "Created account %q with API key (shown only now):\n  %s\n"+
-			"Try: curl -u %s:%s http://%s/api/domains\n",
-			account.BootstrapLogin, key, account.BootstrapLogin, key, cfg.Addr)
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return err
-	}
-	return a.Serve(ctx, ln)
 }
 
-func cmdMigrate(ctx context.Context, e env, args []string) error {
-	fs, l := flags(e, "migrate")
-	pos, cfg, err := parse(fs, l, args)
-	if err != nil {
-		return err
+func setupMigrate(*flag.FlagSet) runFunc {
+	return func(ctx context.Context, x *inv) error {
+		if _, err := x.appCreate(ctx); err != nil { // Open applies the migrations
+			return err
+		}
+		fmt.Fprintf(x.stdout, "database %s is up to date\n", x.cfg.DatabaseLocation())
+		return nil
 	}
-	if len(pos) > 0 {
-		return usagef("migrate takes no arguments")
-	}
-	a, err := openApp(ctx, e, cfg) // Open applies the migrations
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	fmt.Fprintln(e.stdout, "database is up to date")
-	return nil
 }

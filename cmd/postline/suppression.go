@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -9,51 +10,36 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/postline/postline/internal/app"
+	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/suppression"
 )
 
-var suppressionArgs = map[string]int{"add": 2, "remove": 2, "list": 1, "import": 2}
+func suppressionCommands() *cmd {
+	return &cmd{name: "suppression", summary: "a domain's bounce, unsubscribe and whitelist lists", subs: []*cmd{
+		{name: "add", args: "DOMAIN RECIPIENT --type bounce|unsubscribe|whitelist",
+			summary: "add an address or a whole domain to one of DOMAIN's lists", minArgs: 2, maxArgs: 2, setup: setupSuppressionAdd},
+		{name: "remove", args: "DOMAIN ID", summary: "remove an entry by the id `suppression list` shows",
+			minArgs: 2, maxArgs: 2, setup: setupSuppressionRemove},
+		{name: "list", args: "DOMAIN", summary: "list one of DOMAIN's lists, newest first", minArgs: 1, maxArgs: 1,
+			setup: setupSuppressionList},
+		{name: "import", args: "DOMAIN FILE", summary: "import a CSV of recipient,type rows (type defaults to bounce; FILE - is stdin)",
+			minArgs: 2, maxArgs: 2, setup: setupSuppressionImport},
+	}}
+}
 
-// cmdSuppression lets support staff fix lists by hand: add or remove an
-// entry, list a domain's entries, import a CSV of recipient,type rows.
-func cmdSuppression(ctx context.Context, e env, args []string) error {
-	if len(args) == 0 {
-		return usagef("want suppression add|remove|list|import")
-	}
-	sub := args[0]
-	n, ok := suppressionArgs[sub]
-	if !ok {
-		return usagef("unknown subcommand %q: want add, remove, list or import", sub)
-	}
-	fs, l := flags(e, "suppression "+sub)
-	typ := fs.String("type", "", "add, list: bounce, unsubscribe or whitelist (list default: unsubscribe)")
-	desc := fs.String("description", "", "add: a note kept with the entry")
-	search := fs.String("search", "", "list: recipient substring")
-	page := fs.Int("page", 1, "list: page number")
-	perPage := fs.Int("per-page", 50, "list: entries per page (10 to 100)")
-	pos, cfg, err := parse(fs, l, args[1:])
-	if err != nil {
-		return err
-	}
-	if len(pos) != n {
-		return usagef("suppression %s takes %d argument(s), got %d", sub, n, len(pos))
-	}
-	if sub == "add" && *typ == "" {
-		return usagef("add needs --type bounce|unsubscribe|whitelist")
-	}
-	if *page < 1 || *perPage < suppression.MinPerPage || *perPage > suppression.MaxPerPage {
-		return usagef("--page must be at least 1 and --per-page 10 to 100")
-	}
-	a, d, err := openDomain(ctx, e, cfg, pos[0])
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	svc := a.Suppressions
-	switch sub {
-	case "add":
-		entry, created, err := svc.Add(ctx, suppression.AddParams{DomainID: d.ID, Type: suppression.Type(*typ),
-			Recipient: pos[1], Description: *desc, Source: "cli"})
+var suppressionTypes = []string{string(suppression.Bounce), string(suppression.Unsubscribe), string(suppression.Whitelist)}
+
+func setupSuppressionAdd(fs *flag.FlagSet) runFunc {
+	typ := choiceFlag(fs, "type", "the list (required)", suppressionTypes...)
+	desc := fs.String("description", "", "a note kept with the entry")
+	return onDomain(func(ctx context.Context, x *inv, a *app.App, d domain.Domain) error {
+		x.fields = map[string]string{"recipient": "RECIPIENT", "type": "--type", "description": "--description"}
+		if *typ == "" {
+			return usagef("--type is required: want %s", orList(suppressionTypes))
+		}
+		entry, created, err := a.Suppressions.Add(ctx, suppression.AddParams{DomainID: d.ID, Type: suppression.Type(*typ),
+			Recipient: x.args[1], Description: *desc, Source: "cli"})
 		if err != nil {
 			return err
 		}
@@ -61,42 +47,72 @@ func cmdSuppression(ctx context.Context, e env, args []string) error {
 		if !created {
 			verb = "already present:"
 		}
-		fmt.Fprintf(e.stdout, "%s %s %s (id %d)\n", verb, entry.Type, entry.Recipient, entry.ID)
-	case "remove":
-		id, err := strconv.ParseInt(pos[1], 10, 64)
+		fmt.Fprintf(x.stdout, "%s %s %s (id %d)\n", verb, entry.Type, entry.Recipient, entry.ID)
+		return nil
+	})
+}
+
+func setupSuppressionRemove(*flag.FlagSet) runFunc {
+	return func(ctx context.Context, x *inv) error {
+		id, err := strconv.ParseInt(x.args[1], 10, 64)
 		if err != nil {
-			return usagef("ID must be a number (see `postline suppression list`), got %q", pos[1])
+			return usagef("ID must be a number (see `postline suppression list DOMAIN`), got %q", x.args[1])
 		}
-		if err := svc.Remove(ctx, d.ID, id); err != nil {
+		a, d, err := x.domain(ctx, x.args[0])
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "removed suppression %d\n", id)
-	case "import":
-		var r io.Reader = e.stdin
-		if pos[1] != "-" {
-			f, err := os.Open(pos[1])
+		if err := a.Suppressions.Remove(ctx, d.ID, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(x.stdout, "removed suppression %d\n", id)
+		return nil
+	}
+}
+
+func setupSuppressionImport(*flag.FlagSet) runFunc {
+	return onDomain(func(ctx context.Context, x *inv, a *app.App, d domain.Domain) error {
+		var r io.Reader = x.stdin
+		if x.args[1] != "-" {
+			f, err := os.Open(x.args[1])
 			if err != nil {
 				return err
 			}
 			defer f.Close()
 			r = f
 		}
-		res, err := svc.Import(ctx, d.ID, r, "import")
-		fmt.Fprintf(e.stdout, "imported: %d added, %d already present\n", res.Added, res.Existing)
+		res, err := a.Suppressions.Import(ctx, d.ID, r, "import")
+		fmt.Fprintf(x.stdout, "imported: %d added, %d already present\n", res.Added, res.Existing)
 		return err
-	default:
+	})
+}
+
+func setupSuppressionList(fs *flag.FlagSet) runFunc {
+	typ := choiceFlag(fs, "type", "the list (default unsubscribe)", suppressionTypes...)
+	search := fs.String("search", "", "only recipients containing this `text`")
+	page := fs.Int("page", 1, "page number")
+	perPage := fs.Int("per-page", 50, "entries per page, 10 to 100")
+	return func(ctx context.Context, x *inv) error {
+		if *page < 1 {
+			return usagef("--page must be at least 1, got %d", *page)
+		}
+		if *perPage < suppression.MinPerPage || *perPage > suppression.MaxPerPage {
+			return usagef("--per-page must be %d to %d, got %d", suppression.MinPerPage, suppression.MaxPerPage, *perPage)
+		}
 		t := suppression.Unsubscribe
 		if *typ != "" {
 			t = suppression.Type(*typ)
 		}
-		if !t.Valid() {
-			return usagef("--type must be bounce, unsubscribe or whitelist")
-		}
-		pg, err := svc.List(ctx, d.ID, t, *search, *page, *perPage)
+		x.fields = map[string]string{"search": "--search"}
+		a, d, err := x.domain(ctx, x.args[0])
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		pg, err := a.Suppressions.List(ctx, d.ID, t, *search, *page, *perPage)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(x.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tTYPE\tRECIPIENT\tSOURCE\tCREATED")
 		for _, en := range pg.Entries {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", en.ID, en.Type, en.Recipient, deref(en.Source), en.CreatedAt.Format(time.RFC3339))
@@ -104,7 +120,6 @@ func cmdSuppression(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(tw, "page %d of %d, %d in all\n", pg.Page, pg.LastPage, pg.Total)
 		return tw.Flush()
 	}
-	return nil
 }
 
 func deref(s *string) string {

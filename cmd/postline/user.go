@@ -2,52 +2,81 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/postline/postline/internal/account"
 )
 
-func cmdUser(ctx context.Context, e env, args []string) error {
-	if len(args) == 0 {
-		return usagef("want user create|list|disable")
+func userCommands() *cmd {
+	// withLogin makes a flagless command of one that takes LOGIN.
+	withLogin := func(run func(ctx context.Context, x *inv, login string) error) func(*flag.FlagSet) runFunc {
+		return func(*flag.FlagSet) runFunc {
+			return func(ctx context.Context, x *inv) error { return run(ctx, x, x.args[0]) }
+		}
 	}
-	fs, l := flags(e, "user "+args[0])
-	pos, cfg, err := parse(fs, l, args[1:])
+	return &cmd{name: "user", summary: "accounts", subs: []*cmd{
+		{name: "create", args: "LOGIN", summary: "create an account (then give it a key with `postline key create LOGIN`)",
+			minArgs: 1, maxArgs: 1, setup: withLogin(userCreate)},
+		{name: "list", summary: "list accounts", setup: setupUserList},
+		{name: "disable", args: "LOGIN", summary: "disable an account: its keys stop working at once",
+			minArgs: 1, maxArgs: 1, setup: withLogin(func(ctx context.Context, x *inv, login string) error {
+				a, err := x.app(ctx)
+				if err != nil {
+					return err
+				}
+				if err := a.Accounts.DisableUser(ctx, login); err != nil {
+					return err
+				}
+				fmt.Fprintf(x.stdout, "disabled account %s\n", login)
+				return nil
+			})},
+		{name: "enable", args: "LOGIN", summary: "enable a disabled account: its keys that were not revoked work again",
+			minArgs: 1, maxArgs: 1, setup: withLogin(func(ctx context.Context, x *inv, login string) error {
+				a, err := x.app(ctx)
+				if err != nil {
+					return err
+				}
+				if err := a.Accounts.EnableUser(ctx, login); err != nil {
+					return err
+				}
+				fmt.Fprintf(x.stdout, "enabled account %s\n", login)
+				return nil
+			})},
+	}}
+}
+
+func userCreate(ctx context.Context, x *inv, login string) error {
+	x.fields = map[string]string{"login": "LOGIN"}
+	if err := account.CheckLogin(login); err != nil {
+		return err // before a database is made for nothing
+	}
+	a, err := x.appCreate(ctx)
 	if err != nil {
 		return err
 	}
-	want := map[string]int{"create": 1, "list": 0, "disable": 1}
-	n, ok := want[args[0]]
-	if !ok {
-		return usagef("unknown subcommand %q: want create, list or disable", args[0])
-	}
-	if len(pos) != n {
-		return usagef("user %s takes %d argument(s), got %d", args[0], n, len(pos))
-	}
-	a, err := openApp(ctx, e, cfg)
+	acc, err := a.Accounts.CreateUser(ctx, login)
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	switch args[0] {
-	case "create":
-		acc, err := a.Accounts.CreateUser(ctx, pos[0])
+	fmt.Fprintf(x.stdout, "created account %s (id %d)\n", acc.Login, acc.ID)
+	return nil
+}
+
+func setupUserList(*flag.FlagSet) runFunc {
+	return func(ctx context.Context, x *inv) error {
+		a, err := x.app(ctx)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "created account %s (id %d)\n", acc.Login, acc.ID)
-	case "disable":
-		if err := a.Accounts.DisableUser(ctx, pos[0]); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "disabled account %s\n", pos[0])
-	default:
 		users, err := a.Accounts.Users(ctx)
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(x.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tLOGIN\tCREATED\tSTATUS")
 		for _, u := range users {
 			status := "active"
@@ -58,56 +87,47 @@ func cmdUser(ctx context.Context, e env, args []string) error {
 		}
 		return tw.Flush()
 	}
-	return nil
 }
 
-func cmdKey(ctx context.Context, e env, args []string) error {
-	if len(args) == 0 {
-		return usagef("want key create|list|revoke")
-	}
-	fs, l := flags(e, "key "+args[0])
-	name := fs.String("name", "", "a label for the key (create)")
-	pos, cfg, err := parse(fs, l, args[1:])
-	if err != nil {
-		return err
-	}
-	switch args[0] {
-	case "create", "list", "revoke":
-	default:
-		return usagef("unknown subcommand %q: want create, list or revoke", args[0])
-	}
-	if len(pos) != 1 {
-		return usagef("key %s takes one argument", args[0])
-	}
-	var id int64
-	if args[0] == "revoke" {
-		if id, err = strconv.ParseInt(pos[0], 10, 64); err != nil {
-			return usagef("KEY_ID must be a number (see `postline key list LOGIN`), got %q", pos[0])
-		}
-	}
-	a, err := openApp(ctx, e, cfg)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	switch args[0] {
-	case "create":
-		key, _, err := a.Accounts.CreateKey(ctx, pos[0], *name)
+func keyCommands() *cmd {
+	return &cmd{name: "key", summary: "API keys", subs: []*cmd{
+		{name: "create", args: "LOGIN", summary: "create an API key for LOGIN and print it alone on one line (it is shown only now)",
+			minArgs: 1, maxArgs: 1, setup: setupKeyCreate},
+		{name: "list", args: "LOGIN", summary: "list LOGIN's keys (prefix, last use, status)", minArgs: 1, maxArgs: 1,
+			setup: setupKeyList},
+		{name: "revoke", args: "KEY_ID", summary: "revoke a key by the id `postline key list` shows", minArgs: 1, maxArgs: 1,
+			setup: setupKeyRevoke},
+	}}
+}
+
+func setupKeyCreate(fs *flag.FlagSet) runFunc {
+	name := fs.String("name", "", "a label for the key, e.g. the machine that uses it")
+	return func(ctx context.Context, x *inv) error {
+		x.fields = map[string]string{"name": "--name"}
+		a, err := x.app(ctx)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(e.stdout, key) // alone on its line, for scripts
-	case "revoke":
-		if err := a.Accounts.RevokeKey(ctx, id); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "revoked key %d\n", id)
-	default:
-		keys, err := a.Accounts.Keys(ctx, pos[0])
+		key, _, err := a.Accounts.CreateKey(ctx, x.args[0], *name)
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(x.stdout, key) // alone on its line, for scripts
+		return nil
+	}
+}
+
+func setupKeyList(*flag.FlagSet) runFunc {
+	return func(ctx context.Context, x *inv) error {
+		a, err := x.app(ctx)
+		if err != nil {
+			return err
+		}
+		keys, err := a.Accounts.Keys(ctx, x.args[0])
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(x.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tCREATED\tLAST USED\tSTATUS")
 		for _, k := range keys {
 			used, status := "never", "active"
@@ -121,5 +141,22 @@ func cmdKey(ctx context.Context, e env, args []string) error {
 		}
 		return tw.Flush()
 	}
-	return nil
+}
+
+func setupKeyRevoke(*flag.FlagSet) runFunc {
+	return func(ctx context.Context, x *inv) error {
+		id, err := strconv.ParseInt(x.args[0], 10, 64)
+		if err != nil {
+			return usagef("KEY_ID must be a number (see `postline key list LOGIN`), got %q", x.args[0])
+		}
+		a, err := x.app(ctx)
+		if err != nil {
+			return err
+		}
+		if err := a.Accounts.RevokeKey(ctx, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(x.stdout, "revoked key %d\n", id)
+		return nil
+	}
 }

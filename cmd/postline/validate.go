@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/postline/postline/internal/app"
 	"github.com/postline/postline/internal/validation"
 )
 
@@ -20,36 +23,71 @@ import (
 // grow with the list.
 const validateChunk = 1000
 
-// cmdValidate cleans a list: one JSON result a line on stdout, in input
-// order, for the addresses given or one a line on stdin.
-func cmdValidate(ctx context.Context, e env, args []string) error {
-	fs, l := flags(e, "validate")
+func setupValidate(fs *flag.FlagSet) runFunc {
 	strict := fs.Bool("strict", false, "strict mode: any RFC warning makes an address invalid")
-	offline := fs.Bool("offline", false, "syntax and blocklist checks only; no DNS")
-	concurrency := fs.Int("concurrency", 16, "addresses validated at once")
-	pos, cfg, err := parse(fs, l, args)
-	if err != nil {
-		return err
+	offline := fs.Bool("offline", false, "syntax and blocklist checks only: no DNS, no database")
+	refresh := fs.Bool("refresh", false, "ignore cached results: validate anew and replace them in the cache")
+	concurrency := fs.Int("concurrency", 16, "addresses validated at once, 1 to 256")
+	return func(ctx context.Context, x *inv) error {
+		if *concurrency < 1 || *concurrency > 256 {
+			return usagef("--concurrency must be 1 to 256, got %d", *concurrency)
+		}
+		if *offline && *refresh {
+			return usagef("--refresh needs the cache, which --offline does not use")
+		}
+		o := app.ValidatorOptions{Offline: *offline, Refresh: *refresh, Concurrency: *concurrency}
+		v, a, err := validatorFor(ctx, x, o)
+		if err != nil {
+			return err
+		}
+		mode := validation.ModeStandard
+		if *strict {
+			mode = validation.ModeStrict
+		}
+		total, err := validateLines(ctx, x, v, mode)
+		if err != nil {
+			return err
+		}
+		if a != nil && *refresh && total.Validated > 0 {
+			if err := a.ValidationCacheChanged(ctx); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(x.stderr, "validated %d addresses: %d valid, %d invalid (%d from cache)\n",
+			total.Total, total.Valid, total.Invalid, total.Cached)
+		return nil
 	}
-	if *concurrency < 1 || *concurrency > 256 {
-		return usagef("--concurrency must be 1 to 256")
+}
+
+// validatorFor builds the validator: with the server's shared cache when
+// there is a database, else (offline, or before the first `serve`) one
+// that opens nothing.
+func validatorFor(ctx context.Context, x *inv, o app.ValidatorOptions) (*validation.Validator, *app.App, error) {
+	if !o.Offline {
+		a, err := x.app(ctx)
+		if err == nil {
+			v, err := a.NewValidator(o)
+			return v, a, err
+		}
+		p, sqlite := x.cfg.SQLitePath()
+		if _, statErr := os.Stat(p); !sqlite || !errors.Is(statErr, os.ErrNotExist) {
+			return nil, nil, err
+		}
+		if o.Refresh {
+			return nil, nil, err
+		}
+		fmt.Fprintf(x.stderr, "note: no database at %s, so results are not cached\n", p)
 	}
-	a, err := openApp(ctx, e, cfg)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	v, err := a.NewValidator(*offline, *concurrency)
-	if err != nil {
-		return err
-	}
-	mode := validation.ModeStandard
-	if *strict {
-		mode = validation.ModeStrict
-	}
-	next := lineSource(e.stdin, pos)
-	bar := progress(e.stderr, len(pos))
-	out := bufio.NewWriter(e.stdout)
+	v, err := app.StandaloneValidator(x.cfg, o)
+	return v, nil, err
+}
+
+// validateLines validates the arguments, or stdin's lines, in chunks and
+// writes one JSON result a line in input order.
+func validateLines(ctx context.Context, x *inv, v *validation.Validator, mode validation.Mode) (validation.Summary, error) {
+	next := lineSource(x.stdin, x.args)
+	bar := progress(x.stderr, len(x.args))
+	out := bufio.NewWriter(x.stdout)
 	defer out.Flush()
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
@@ -57,18 +95,18 @@ func cmdValidate(ctx context.Context, e env, args []string) error {
 	for {
 		chunk, err := next(validateChunk)
 		if err != nil {
-			return err
+			return total, err
 		}
 		if len(chunk) == 0 {
 			break
 		}
 		results, sum, err := v.ValidateBatch(ctx, mode, chunk)
 		if err != nil {
-			return err
+			return total, err
 		}
 		for _, r := range results {
 			if err := enc.Encode(r); err != nil {
-				return err
+				return total, err
 			}
 		}
 		total.Total += sum.Total
@@ -83,9 +121,7 @@ func cmdValidate(ctx context.Context, e env, args []string) error {
 	if bar != nil {
 		bar.Finish() //nolint:errcheck
 	}
-	fmt.Fprintf(e.stderr, "validated %d addresses: %d valid, %d invalid (%d from cache)\n",
-		total.Total, total.Valid, total.Invalid, total.Cached)
-	return nil
+	return total, nil
 }
 
 // lineSource returns a function giving up to n addresses at a time: the

@@ -2,56 +2,51 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/postline/postline/internal/app"
+	"github.com/postline/postline/internal/domain"
 )
 
-var webhookArgs = map[string]int{"add": 2, "list": 1, "remove": 2}
+func webhookCommands() *cmd {
+	return &cmd{name: "webhook", summary: "a domain's webhooks (signed posts of its log entries)", subs: []*cmd{
+		{name: "add", args: "DOMAIN URL", summary: "add a webhook and print its signing secret (shown only now)",
+			minArgs: 2, maxArgs: 2, setup: setupWebhookAdd},
+		{name: "list", args: "DOMAIN", summary: "list DOMAIN's webhooks with their cursor and last error",
+			minArgs: 1, maxArgs: 1, setup: setupWebhookList},
+		{name: "remove", args: "DOMAIN ID", summary: "remove a webhook by the id `webhook list` shows",
+			minArgs: 2, maxArgs: 2, setup: setupWebhookRemove},
+	}}
+}
 
-// cmdWebhook manages a domain's webhooks from the operator's shell, as the
-// API does for the owner.
-func cmdWebhook(ctx context.Context, e env, args []string) error {
-	if len(args) == 0 {
-		return usagef("want webhook add|list|remove")
-	}
-	sub := args[0]
-	n, ok := webhookArgs[sub]
-	if !ok {
-		return usagef("unknown subcommand %q: want add, list or remove", sub)
-	}
-	fs, l := flags(e, "webhook "+sub)
-	types := fs.String("events", "", "add: comma-separated event types (default all)")
-	pos, cfg, err := parse(fs, l, args[1:])
-	if err != nil {
-		return err
-	}
-	if len(pos) != n {
-		return usagef("webhook %s takes %d argument(s), got %d", sub, n, len(pos))
-	}
-	a, d, err := openDomain(ctx, e, cfg, pos[0])
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	switch sub {
-	case "add":
+func setupWebhookAdd(fs *flag.FlagSet) runFunc {
+	types := fs.String("events", "", "comma-separated event `types` to post (default all)")
+	return onDomain(func(ctx context.Context, x *inv, a *app.App, d domain.Domain) error {
+		x.fields = map[string]string{"url": "URL", "event_types": "--events"}
 		var ts []string
 		if *types != "" {
 			ts = strings.Split(*types, ",")
 		}
-		w, err := a.Webhooks.Create(ctx, d.ID, pos[1], ts)
+		w, err := a.Webhooks.Create(ctx, d.ID, x.args[1], ts)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "added webhook %d for %s; its signing secret (shown only now):\n%s\n", w.ID, d.Name, w.Secret)
-	case "list":
+		fmt.Fprintf(x.stdout, "added webhook %d for %s; its signing secret (shown only now):\n%s\n", w.ID, d.Name, w.Secret)
+		return nil
+	})
+}
+
+func setupWebhookList(*flag.FlagSet) runFunc {
+	return onDomain(func(ctx context.Context, x *inv, a *app.App, d domain.Domain) error {
 		list, err := a.Webhooks.List(ctx, d.ID)
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(x.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tURL\tEVENTS\tLAST EVENT\tFAILURES\tLAST ERROR")
 		for _, w := range list {
 			events := "all"
@@ -65,15 +60,23 @@ func cmdWebhook(ctx context.Context, e env, args []string) error {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\n", w.ID, w.URL, events, w.Cursor, w.Attempts, dash(w.LastError))
 		}
 		return tw.Flush()
-	case "remove":
-		id, err := strconv.ParseInt(pos[1], 10, 64)
+	})
+}
+
+func setupWebhookRemove(*flag.FlagSet) runFunc {
+	return func(ctx context.Context, x *inv) error {
+		id, err := strconv.ParseInt(x.args[1], 10, 64)
 		if err != nil {
-			return usagef("ID must be a number (see `postline webhook list`), got %q", pos[1])
+			return usagef("ID must be a number (see `postline webhook list DOMAIN`), got %q", x.args[1])
+		}
+		a, d, err := x.domain(ctx, x.args[0])
+		if err != nil {
+			return err
 		}
 		if err := a.Webhooks.Delete(ctx, d.ID, id); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "removed webhook %d\n", id)
+		fmt.Fprintf(x.stdout, "removed webhook %d\n", id)
+		return nil
 	}
-	return nil
 }

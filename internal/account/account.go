@@ -51,6 +51,7 @@ type Store interface {
 	AccountByLogin(ctx context.Context, login string) (Account, error)
 	ListAccounts(ctx context.Context) ([]Account, error)
 	DisableAccount(ctx context.Context, id int64, now time.Time) error
+	EnableAccount(ctx context.Context, id int64) error
 	CountAccounts(ctx context.Context) (int, error)
 	CreateKey(ctx context.Context, k Key, hash string) (Key, error)
 	ListKeys(ctx context.Context, accountID int64) ([]Key, error)
@@ -106,7 +107,7 @@ func (s *Service) Authenticate(ctx context.Context, login, key string) (Principa
 
 // CreateUser creates an account.
 func (s *Service) CreateUser(ctx context.Context, login string) (Account, error) {
-	if err := checkLogin(login); err != nil {
+	if err := CheckLogin(login); err != nil {
 		return Account{}, err
 	}
 	a, err := s.store.CreateAccount(ctx, login, s.now())
@@ -135,6 +136,16 @@ func (s *Service) DisableUser(ctx context.Context, login string) error {
 		return err
 	}
 	return s.store.DisableAccount(ctx, a.ID, s.now())
+}
+
+// EnableUser enables a disabled account again: its keys that were not
+// revoked work again. Enabling an active account is not an error.
+func (s *Service) EnableUser(ctx context.Context, login string) error {
+	a, err := s.User(ctx, login)
+	if err != nil {
+		return err
+	}
+	return s.store.EnableAccount(ctx, a.ID)
 }
 
 // CreateKey makes a new key for login and returns the plain key, which is
@@ -200,8 +211,8 @@ func hashKey(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// checkLogin keeps logins safe for Basic auth (no colon) and for URLs.
-func checkLogin(login string) error {
+// CheckLogin keeps logins safe for Basic auth (no colon) and for URLs.
+func CheckLogin(login string) error {
 	if len(login) < 1 || len(login) > 64 {
 		return apperr.Field("login", "login must be 1 to 64 characters")
 	}

@@ -65,13 +65,21 @@ type App struct {
 	Limiter   *ratelimit.Limiter
 	Registry  *prometheus.Registry
 
+	// SecretKey seals DKIM keys, relay passwords and webhook secrets, and
+	// derives the tracking and VERP keys.
+	SecretKey []byte
+
+	opts    Options
 	closers []func() error
 }
 
-// Options tune Open for tests.
+// Options tune Open for commands and tests.
 type Options struct {
 	// DKIMKeyBits overrides the 2048-bit default (tests use 1024 for speed).
 	DKIMKeyBits int
+	// Command names the command that opens the app ("serve", "domain add"),
+	// for the record of where the secret key was first used.
+	Command string
 }
 
 // Open opens the database, applies migrations and builds the services.
@@ -79,7 +87,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	a := &App{Config: cfg, Logger: log, Registry: prometheus.NewRegistry()}
+	a := &App{Config: cfg, Logger: log, Registry: prometheus.NewRegistry(), opts: opts}
 	if err := a.open(ctx, opts); err != nil {
 		a.Close()
 		return nil, err
@@ -98,10 +106,11 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	if err := db.Migrate(ctx); err != nil {
 		return err
 	}
-	key, err := secret.LoadKey(cfg.SecretKey, cfg.DataDir)
+	key, err := a.openKey(ctx)
 	if err != nil {
 		return err
 	}
+	a.SecretKey = key
 	box, err := secret.NewBox(key)
 	if err != nil {
 		return err
@@ -213,6 +222,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	defer stopEvents()
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go a.watchValidationCache(wctx)
 	if err := a.StartWorkers(ctx); err != nil {
 		return err
 	}
@@ -278,9 +290,19 @@ func NewLogger(cfg config.Config, w io.Writer) *slog.Logger {
 // the operator lists (reloaded when their files change) and the bounce
 // history of the suppression lists.
 func (a *App) openValidator() error {
-	lists, err := validation.LoadFileLists(a.Config.BlocklistFile, a.Config.AllowlistFile)
+	lists, err := a.watchLists()
 	if err != nil {
 		return err
+	}
+	a.lists = lists
+	a.Validator, err = a.NewValidator(ValidatorOptions{})
+	return err
+}
+
+func (a *App) watchLists() (*validation.FileLists, error) {
+	lists, err := validation.LoadFileLists(a.Config.BlocklistFile, a.Config.AllowlistFile)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.closers = append(a.closers, func() error { cancel(); return nil })
@@ -291,25 +313,52 @@ func (a *App) openValidator() error {
 			a.Logger.Info("operator lists reloaded")
 		}
 	})
-	a.lists = lists
-	a.Validator, err = a.NewValidator(false, 0)
-	return err
+	return lists, nil
+}
+
+// ValidatorOptions tune a validation pipeline for a command.
+type ValidatorOptions struct {
+	Offline     bool // no DNS, no cache
+	Refresh     bool // ignore cached verdicts and replace them
+	Concurrency int  // addresses at once; 0 for the default
 }
 
 // NewValidator builds a validation pipeline on the app's resolver, cache,
 // lists and bounce history: the API's own, or a CLI's with its own
-// concurrency. Offline ones use no DNS and no shared cache.
-func (a *App) NewValidator(offline bool, concurrency int) (*validation.Validator, error) {
-	cfg := validation.Config{
-		Lists:             a.lists,
-		Bounces:           store.NewSuppressions(a.DB),
-		CacheTTL:          a.Config.ValidationCacheTTL,
-		SpamtrapThreshold: a.Config.SpamtrapThreshold,
-		Concurrency:       concurrency,
-		Offline:           offline,
-	}
-	if !offline {
+// options. Offline ones use no DNS and no shared cache.
+func (a *App) NewValidator(o ValidatorOptions) (*validation.Validator, error) {
+	cfg := validatorConfig(a.Config, a.lists, o)
+	cfg.Bounces = store.NewSuppressions(a.DB)
+	if !o.Offline {
 		cfg.Resolver, cfg.Cache = a.Resolver, store.NewValidationCache(a.DB)
 	}
 	return validation.New(cfg)
+}
+
+// StandaloneValidator builds a pipeline from the settings alone, opening
+// no database: offline, or with DNS but without the shared cache and
+// bounce history.
+func StandaloneValidator(cfg config.Config, o ValidatorOptions) (*validation.Validator, error) {
+	lists, err := validation.LoadFileLists(cfg.BlocklistFile, cfg.AllowlistFile)
+	if err != nil {
+		return nil, err
+	}
+	vc := validatorConfig(cfg, lists, o)
+	if !o.Offline {
+		if vc.Resolver, err = dnsclient.New(dnsclient.Config{Server: cfg.DNSServer}); err != nil {
+			return nil, err
+		}
+	}
+	return validation.New(vc)
+}
+
+func validatorConfig(cfg config.Config, lists *validation.FileLists, o ValidatorOptions) validation.Config {
+	return validation.Config{
+		Lists:             lists,
+		CacheTTL:          cfg.ValidationCacheTTL,
+		SpamtrapThreshold: cfg.SpamtrapThreshold,
+		Concurrency:       o.Concurrency,
+		Offline:           o.Offline,
+		Refresh:           o.Refresh,
+	}
 }

@@ -58,6 +58,51 @@ type Config struct {
 	LogRetention time.Duration // delivery log entries older than this are pruned; 0 keeps them
 
 	ShutdownTimeout time.Duration
+
+	// sources says where each setting that is not a default came from
+	// ("--secret-key", "POSTLINE_SECRET_KEY", "FILE: secret-key"), for
+	// messages that must tell the operator which value to fix.
+	sources map[string]string
+}
+
+// Source says where the setting named by its flag came from: "--NAME" for
+// a flag, the environment variable's name, "FILE: NAME" for the JSON file,
+// or "" for the default.
+func (c Config) Source(name string) string { return c.sources[name] }
+
+// absolutePaths resolves the data directory and a relative SQLite path
+// once, against the working directory, so every message names the same
+// absolute location and a later chdir changes nothing.
+func (c *Config) absolutePaths() error {
+	if c.DataDir != "" {
+		abs, err := filepath.Abs(c.DataDir)
+		if err != nil {
+			return fmt.Errorf("config: data-dir: %w", err)
+		}
+		c.DataDir = abs
+	}
+	if p, ok := strings.CutPrefix(c.DatabaseURL, "sqlite:"); ok && p != "" && !filepath.IsAbs(p) {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("config: database-url: %w", err)
+		}
+		c.DatabaseURL = "sqlite:" + abs
+	}
+	return nil
+}
+
+// SQLitePath is the database file when the database is SQLite.
+func (c Config) SQLitePath() (string, bool) {
+	return strings.CutPrefix(c.Database(), "sqlite:")
+}
+
+// DatabaseLocation names the database for messages: the SQLite file's
+// path, or the PostgreSQL URL without its password.
+func (c Config) DatabaseLocation() string {
+	if p, ok := c.SQLitePath(); ok {
+		return p
+	}
+	return redact(c.Database())
 }
 
 // Default returns the configuration used when nothing is set.

@@ -35,8 +35,17 @@ func TestPrecedence(t *testing.T) {
 		len(cfg.RetrySchedule) != 2 || cfg.RetrySchedule[1] != 2*time.Second || cfg.RateValidationPerHour != 1000 {
 		t.Fatalf("got %+v", cfg)
 	}
-	if cfg.Database() != "sqlite:postline-data/postline.db" || cfg.EffectiveRateStore() != "memory" {
-		t.Fatalf("derived: %s %s", cfg.Database(), cfg.EffectiveRateStore())
+	wd, _ := os.Getwd()
+	if want := "sqlite:" + filepath.Join(wd, "postline-data", "postline.db"); cfg.Database() != want || cfg.EffectiveRateStore() != "memory" {
+		t.Fatalf("derived: %s %s; want %s (the default data dir resolved once, absolute) and memory", cfg.Database(), cfg.EffectiveRateStore(), want)
+	}
+	if cfg.Source("rate-domain-per-minute") != "POSTLINE_RATE_DOMAIN_PER_MINUTE" || cfg.Source("log-format") != "--log-format" ||
+		cfg.Source("addr") != file+": addr" || cfg.Source("data-dir") != "" {
+		t.Fatalf("sources: %q %q %q %q", cfg.Source("rate-domain-per-minute"), cfg.Source("log-format"), cfg.Source("addr"), cfg.Source("data-dir"))
+	}
+	cfg, _ = load(t, nil, "--database-url", "sqlite:rel/x.db")
+	if want := "sqlite:" + filepath.Join(wd, "rel", "x.db"); cfg.Database() != want {
+		t.Fatalf("relative sqlite URL = %s, want %s", cfg.Database(), want)
 	}
 	cfg, _ = load(t, nil, "--database-url", "postgres://u:p@127.0.0.1/db")
 	if !cfg.IsPostgres() || cfg.EffectiveRateStore() != "database" {

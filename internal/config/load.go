@@ -92,11 +92,12 @@ func (l *Loader) Load() (Config, error) {
 		}
 	}
 	var err error
+	sources := map[string]string{}
 	l.fs.VisitAll(func(f *flag.Flag) {
 		if err != nil || explicit[f.Name] || f.Name == "config" {
 			return
 		}
-		env := "POSTLINE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		env := EnvName(f.Name)
 		v, ok := l.getenv(env), false
 		if v != "" {
 			ok = true
@@ -109,11 +110,25 @@ func (l *Loader) Load() (Config, error) {
 		if e := f.Value.Set(v); e != nil {
 			err = fmt.Errorf("config: %s: %v", env, e)
 		}
+		sources[f.Name] = env
 	})
 	if err != nil {
 		return Config{}, err
 	}
+	for name := range explicit {
+		sources[name] = "--" + name
+	}
+	l.cfg.sources = sources
+	if err := l.cfg.absolutePaths(); err != nil {
+		return Config{}, err
+	}
 	return *l.cfg, l.cfg.Validate()
+}
+
+// EnvName is the environment variable of a setting: POSTLINE_ and the flag
+// name in capitals with underscores (--dns-server is POSTLINE_DNS_SERVER).
+func EnvName(flagName string) string {
+	return "POSTLINE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
 func readFile(path string) (map[string]string, error) {

@@ -68,6 +68,11 @@ func (s Accounts) DisableAccount(ctx context.Context, id int64, now time.Time) e
 	return s.exec1(ctx, "account", `UPDATE accounts SET disabled_at = COALESCE(disabled_at, $2) WHERE id = $1`, id, ms(now))
 }
 
+// EnableAccount implements account.Store.
+func (s Accounts) EnableAccount(ctx context.Context, id int64) error {
+	return s.exec1(ctx, "account", `UPDATE accounts SET disabled_at = NULL WHERE id = $1`, id)
+}
+
 // CountAccounts implements account.Store.
 func (s Accounts) CountAccounts(ctx context.Context) (int, error) {
 	var n int

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -67,4 +68,25 @@ func (c *ValidationCache) prune(ctx context.Context, now time.Time) {
 		return
 	}
 	c.db.w.ExecContext(ctx, `DELETE FROM validation_cache WHERE expires_at <= $1`, ms(now)) //nolint:errcheck // best effort
+}
+
+// Purge deletes the entries whose keys match any of the LIKE patterns
+// (validation.PurgePatterns; no patterns: every entry) and returns how
+// many went.
+func (c *ValidationCache) Purge(ctx context.Context, patterns []string) (int64, error) {
+	q, args := `DELETE FROM validation_cache`, []any{}
+	for i, p := range patterns {
+		if i == 0 {
+			q += ` WHERE`
+		} else {
+			q += ` OR`
+		}
+		args = append(args, p)
+		q += fmt.Sprintf(` key LIKE $%d ESCAPE '\'`, len(args))
+	}
+	res, err := c.db.w.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, notFound(err, "validation results")
+	}
+	return res.RowsAffected()
 }

@@ -32,6 +32,9 @@ func cacheKey(mode Mode, a emailaddr.Address) string {
 // lookup returns a verdict cached under key: the LRU first, then Cache
 // (refilling the LRU until the entry's original expiry).
 func (v *Validator) lookup(ctx context.Context, key string) (Result, bool, error) {
+	if v.refresh {
+		return Result{}, false, nil
+	}
 	now := v.now()
 	if v.lru != nil {
 		if r, ok := v.lru.get(key, now); ok {
@@ -51,6 +54,15 @@ func (v *Validator) lookup(ctx context.Context, key string) (Result, bool, error
 		}
 	}
 	return r, ok, nil
+}
+
+// ForgetCached empties the in-process copy of the cache, so the next
+// lookups read the shared cache (after `postline cache purge` or
+// `validate --refresh` changed it from another process).
+func (v *Validator) ForgetCached() {
+	if v.lru != nil {
+		v.lru.clear()
+	}
 }
 
 // store caches a definitive verdict for CacheTTL.
@@ -158,3 +170,10 @@ func (m *MemoryCache) Put(_ context.Context, key string, r Result, expires time.
 
 // Len returns the number of entries, expired ones included until evicted.
 func (m *MemoryCache) Len() int { return m.lru.len() }
+
+func (c *lru) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.order.Init()
+	clear(c.byKey)
+}

@@ -135,6 +135,9 @@ type Config struct {
 	// Offline skips DNS entirely: addresses passing the other checks are
 	// valid with warning dns_not_checked, and nothing is cached.
 	Offline bool
+	// Refresh ignores cached verdicts: every address is validated anew and
+	// its verdict replaces the cached one (`postline validate --refresh`).
+	Refresh bool
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -151,6 +154,7 @@ type Validator struct {
 	concurrency   int
 	lookupTimeout time.Duration
 	offline       bool
+	refresh       bool
 	now           func() time.Time
 }
 
@@ -178,6 +182,7 @@ func New(cfg Config) (*Validator, error) {
 		concurrency:   cmp.Or(cfg.Concurrency, 16),
 		lookupTimeout: cmp.Or(cfg.LookupTimeout, 10*time.Second),
 		offline:       cfg.Offline,
+		refresh:       cfg.Refresh,
 		now:           cfg.Now,
 	}
 	if v.lists == nil {
