@@ -11,6 +11,8 @@ package domain
 import (
 	"context"
 	"time"
+
+	"github.com/postline/postline/internal/apperr"
 )
 
 // Delivery modes.
@@ -50,6 +52,11 @@ type Domain struct {
 	TrackingDomain string // empty when none
 	AuthDomain     string // empty when none
 	Tracking       Tracking
+	// Unreadable is set when a sealed secret (the DKIM key, the relay
+	// password) could not be decrypted with this process's secret key; it
+	// says which. Such a domain is listed and shown, but cannot send or be
+	// changed until the operator restores the right key.
+	Unreadable string
 }
 
 // Tracking says which tracking the domain's messages carry. All are off
@@ -59,6 +66,16 @@ type Tracking struct {
 	Opens       bool `json:"opens"`       // a 1×1 image at the end of the HTML
 	Clicks      bool `json:"clicks"`      // HTML links go through the click URL
 	Unsubscribe bool `json:"unsubscribe"` // List-Unsubscribe (RFC 8058 one-click)
+}
+
+// CheckReadable returns an apperr.Unavailable error naming what did not
+// open when the domain is Unreadable, else nil.
+func (d Domain) CheckReadable() error {
+	if d.Unreadable == "" {
+		return nil
+	}
+	return apperr.Errorf(apperr.Unavailable, "Domain %s cannot send or be changed: %s. "+
+		"The server must run with the secret key its data was sealed with.", d.Name, d.Unreadable)
 }
 
 // Verified reports whether the domain passed verification.

@@ -21,6 +21,9 @@ type domainJSON struct {
 	Tracking       domain.Tracking `json:"tracking"`
 	DKIMSelector   string          `json:"dkim_selector"`
 	DNSRecords     []domain.Record `json:"dns_records"`
+	// Unreadable says which secret the server could not decrypt (set only
+	// then); such a domain cannot send until the operator fixes the key.
+	Unreadable string `json:"unreadable,omitempty"`
 }
 
 type deliveryJSON struct {
@@ -51,7 +54,7 @@ func (s *Server) domainView(d domain.Domain, recs []domain.Record) domainJSON {
 		Delivery: deliveryJSON{Mode: d.Delivery.Mode, Host: d.Delivery.Host, Port: d.Delivery.Port,
 			User: d.Delivery.User, PasswordSet: d.Delivery.Password != "", TLS: d.Delivery.TLS},
 		TrackingDomain: optional(d.TrackingDomain), AuthDomain: optional(d.AuthDomain), Tracking: d.Tracking,
-		DKIMSelector: d.DKIMSelector, DNSRecords: recs,
+		DKIMSelector: d.DKIMSelector, DNSRecords: recs, Unreadable: d.Unreadable,
 	}
 	if d.VerifiedAt != nil {
 		t := timeJSON(*d.VerifiedAt)

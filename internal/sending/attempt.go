@@ -27,6 +27,9 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 			deliveryEntry(d, event.Failed, w.cfg.Now(), map[string]any{"reason": "domain_removed", "attempt": d.Attempts})}, nil)
 		return
 	}
+	if err == nil {
+		err = dom.CheckReadable() // retried: the operator may restart with the right key
+	}
 	if err != nil {
 		w.retryLater(ctx, d, fmt.Errorf("loading domain: %w", err))
 		return

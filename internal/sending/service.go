@@ -82,6 +82,9 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 	if d.Delivery.Mode == "" {
 		return Accepted{}, apperr.Errorf(apperr.Unprocessable, "Domain %s has no delivery settings.", d.Name)
 	}
+	if err := d.CheckReadable(); err != nil {
+		return Accepted{}, err
+	}
 	verdicts, err := s.supp.CheckMany(ctx, d.ID, c.to)
 	if err != nil {
 		return Accepted{}, err

@@ -3,7 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
-	"fmt"
+	"strings"
 
 	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/domain"
@@ -66,15 +66,17 @@ func (s Domains) scan(row interface{ Scan(...any) error }) (domain.Domain, error
 		return d, err
 	}
 	d.CreatedAt, d.VerifiedAt = fromMS(created), nullMS(verified)
+	// A secret that does not open marks the domain instead of failing the
+	// read: one such row must not turn its account's list into an error.
 	if d.DKIMPrivateKey, err = s.box.Open(key); err != nil {
-		return d, fmt.Errorf("domain %s: DKIM key: %w", d.Name, err)
+		d.Unreadable = "the DKIM key cannot be decrypted with this server's secret key"
 	}
 	if password != "" {
-		p, err := s.box.Open(password)
-		if err != nil {
-			return d, fmt.Errorf("domain %s: SMTP password: %w", d.Name, err)
+		if p, err := s.box.Open(password); err != nil {
+			d.Unreadable = strings.TrimPrefix(d.Unreadable+"; ", "; ") + "the SMTP relay password cannot be decrypted with this server's secret key"
+		} else {
+			d.Delivery.Password = string(p)
 		}
-		d.Delivery.Password = string(p)
 	}
 	return d, nil
 }
@@ -109,8 +111,12 @@ func (s Domains) ListDomains(ctx context.Context, accountID int64) ([]domain.Dom
 	return out, notFound(rows.Err(), "domains")
 }
 
-// UpdateDomain implements domain.Store.
+// UpdateDomain implements domain.Store. A domain whose secrets did not
+// open is refused: writing it back would replace them with nothing.
 func (s Domains) UpdateDomain(ctx context.Context, d domain.Domain) error {
+	if err := d.CheckReadable(); err != nil {
+		return err
+	}
 	return exec1(ctx, s.db.w, "domain", `UPDATE domains SET verified_at = $2, delivery_mode = $3, smtp_host = $4,
 		smtp_port = $5, smtp_user = $6, smtp_password = $7, smtp_tls = $8, tracking_domain = $9, auth_domain = $10,
 		track_opens = $11, track_clicks = $12, track_unsubscribe = $13

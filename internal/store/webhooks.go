@@ -34,11 +34,13 @@ func (s Webhooks) scan(row interface{ Scan(...any) error }) (webhook.Webhook, er
 		&success, &created); err != nil {
 		return w, err
 	}
-	plain, err := s.box.Open(sealed)
-	if err != nil {
-		return w, err
+	// A secret that does not open marks the webhook instead of failing the
+	// read: one such row must not stop the list or every other webhook.
+	if plain, err := s.box.Open(sealed); err != nil {
+		w.Unreadable = "the signing secret cannot be decrypted with this server's secret key"
+	} else {
+		w.Secret = string(plain)
 	}
-	w.Secret = string(plain)
 	for _, t := range strings.Split(types, ",") {
 		if t != "" {
 			w.EventTypes = append(w.EventTypes, event.Type(t))

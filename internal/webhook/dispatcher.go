@@ -193,6 +193,9 @@ func (d *Dispatcher) deliver(ctx context.Context, w Webhook, hi int64) error {
 	if ok, err := d.store.Lease(ctx, w.ID, d.owner, w.Cursor, now, now.Add(d.cfg.Lease)); err != nil || !ok {
 		return err
 	}
+	if w.Unreadable != "" {
+		return d.fail(rec, w, errors.New(w.Unreadable))
+	}
 	entries, err := d.events.List(ctx, event.Filter{DomainID: w.DomainID, AfterID: w.Cursor, UpToID: hi,
 		Order: event.OldestFirst, Limit: BatchSize})
 	if err != nil {

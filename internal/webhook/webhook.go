@@ -28,6 +28,9 @@ type Webhook struct {
 	NextAttemptAt time.Time // not before this after a failure
 	LastError     string
 	LastSuccessAt *time.Time
+	// Unreadable is set when the secret could not be decrypted with this
+	// process's secret key: the webhook is listed but does not post.
+	Unreadable string
 }
 
 // Wants reports whether the webhook receives entries of type t.
