@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -36,7 +37,9 @@ func TestAuthErrorsInEachShape(t *testing.T) {
 			{"delete, no header", "DELETE", "/api/domains/alice.example/tracklink", "",
 				map[string]any{"error": "Unauthorized", "message": "Authorization header is required"}},
 			{"delete, not basic", "DELETE", "/api/domains/alice.example/auth-domain", "Bearer abc",
-				map[string]any{"error": "Unauthorized", "message": "Authorization header is invalid"}},
+				map[string]any{"error": "Unauthorized", "message": "Authorization header is invalid: use Basic authentication with LOGIN:API_KEY (curl -u LOGIN:API_KEY)"}},
+			{"domains, bearer", "GET", "/api/domains", "Bearer pl_abc",
+				map[string]any{"success": false, "message": "Authorization header is invalid: use Basic authentication with LOGIN:API_KEY (curl -u LOGIN:API_KEY)"}},
 			{"delete, bad base64", "DELETE", "/api/domains/alice.example/auth-domain", "Basic !!!",
 				map[string]any{"error": "Unauthorized", "message": "Authorization header is invalid"}},
 			{"delete, wrong key", "DELETE", "/api/domains/alice.example/tracklink", wrongKey,
@@ -212,8 +215,10 @@ func TestDomainLifecycleOverAPI(t *testing.T) {
 		}
 		big := `{"name":"` + strings.Repeat("a", 2<<20) + `"}`
 		resp = create(big)
-		if resp.StatusCode != 413 || resp.JSON["success"] != false {
-			t.Errorf("2 MiB body: %d %s, want 413", resp.StatusCode, resp.Body[:min(len(resp.Body), 200)])
+		errs, _ := resp.JSON["errors"].(map[string]any)
+		if resp.StatusCode != 413 || resp.JSON["success"] != false || !strings.Contains(fmt.Sprint(errs["body"]), "limit of 1048576 bytes") ||
+			!strings.Contains(fmt.Sprint(resp.JSON["message"]), "limit of 1048576 bytes") {
+			t.Errorf("2 MiB body: %d %s, want 413 naming the limit in message and errors.body", resp.StatusCode, resp.Body[:min(len(resp.Body), 200)])
 		}
 
 		// Verify through the local DNS server: nothing published, then SPF and DKIM.
@@ -283,4 +288,32 @@ func sameJSON(got map[string]any, want map[string]any) bool {
 		}
 	}
 	return true
+}
+
+// A known path with the wrong method is a 405 naming the allowed methods
+// (in the path's error shape), not a 404 claiming the route is missing.
+func TestWrongMethodIs405(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, store.SQLite, nil)
+	alice := env.NewUser("alice")
+	env.NewDomain(alice, "alice.example")
+	cases := []struct {
+		method, path, allow, field string
+	}{
+		{"GET", "/api/email/validate", "POST", "message"},
+		{"DELETE", "/api/domains/alice.example/log", "GET, HEAD", "error"},
+		{"PATCH", "/api/domains/alice.example/tracklink", "PUT, DELETE", "message"},
+		{"GET", "/api/domains/alice.example/message", "POST", "error"},
+	}
+	for _, c := range cases {
+		resp := env.Do(apitest.Request{Method: c.method, Path: c.path, Auth: alice.Auth()})
+		msg, _ := resp.JSON[c.field].(string)
+		if resp.StatusCode != 405 || resp.Header.Get("Allow") != c.allow || !strings.Contains(msg, "use "+strings.ReplaceAll(c.allow, ", ", " or ")) {
+			t.Errorf("%s %s: %d Allow %q %s; want 405, Allow %q and %s naming it", c.method, c.path, resp.StatusCode,
+				resp.Header.Get("Allow"), resp.Body, c.allow, c.field)
+		}
+	}
+	if resp := env.Do(apitest.Request{Method: "GET", Path: "/api/nothing-here", Auth: alice.Auth()}); resp.StatusCode != 404 {
+		t.Errorf("unknown path: %d, want 404", resp.StatusCode)
+	}
 }

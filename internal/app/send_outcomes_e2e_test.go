@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -46,10 +47,11 @@ func TestSendOutcomesDirectToMX(t *testing.T) {
 		}
 
 		// The bounced recipient is suppressed on the next send, until whitelisted.
-		resp = e.send(t, basicParts("gone@rcpt.example.net"), nil)
+		resp = e.send(t, basicParts("gone@rcpt.example.net", "ok@rcpt.example.net"), nil)
 		data := resp.JSON["data"].(map[string]any)
-		if resp.StatusCode != 202 || data["queued"] != 0.0 || data["suppressed"] != 1.0 {
-			t.Fatalf("send to bounced: %d %s", resp.StatusCode, resp.Body)
+		if resp.StatusCode != 202 || data["queued"] != 1.0 || data["suppressed"] != 1.0 ||
+			resp.JSON["message"] != "Email queued for 1 recipient(s) as 1 job(s) with 0 attachment(s). 1 other recipient(s) suppressed and not sent." {
+			t.Fatalf("send to a bounced and a good recipient: %d %s; want one queued, one suppressed, and a message that counts them so", resp.StatusCode, resp.Body)
 		}
 		if got := e.chain(t, "gone@rcpt.example.net", event.Failed); got[len(got)-1] != "failed" {
 			t.Fatalf("suppressed send log %v", got)
@@ -177,8 +179,9 @@ func TestSendRejectsBadRequests(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		parts = append(parts, part{name: "attachments", filename: "f.bin", contentType: "application/octet-stream", value: strings.Repeat("y", 9<<20)})
 	}
-	if resp := e.send(t, with(parts...), nil); resp.StatusCode != 413 || resp.JSON["error"] == nil {
-		t.Errorf("36 MiB request: %d %.300s, want 413", resp.StatusCode, resp.Body)
+	if resp := e.send(t, with(parts...), nil); resp.StatusCode != 413 || resp.JSON["error"] == nil ||
+		!strings.Contains(fmt.Sprint(resp.JSON["errors"].(map[string]any)["body"]), "limit of") {
+		t.Errorf("36 MiB request: %d %.300s, want 413 with errors.body naming the limit", resp.StatusCode, resp.Body)
 	}
 	// Unverified domain: a business rule, not a field.
 	dom := e.dom

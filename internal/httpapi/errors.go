@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/postline/postline/internal/apperr"
 )
@@ -49,9 +51,20 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, rt route, er
 		writeJSON(w, http.StatusTooManyRequests, body)
 		return
 	}
+	var mna *methodNotAllowed
+	if errors.As(err, &mna) {
+		w.Header().Set("Allow", strings.Join(mna.allow, ", "))
+		if mna.group == groupDomainLog {
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": mna.Error()})
+		} else {
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"success": false, "message": mna.Error()})
+		}
+		return
+	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		err = apperr.Errorf(apperr.TooLarge, "Request body exceeds the limit of %d bytes", mbe.Limit)
+		msg := fmt.Sprintf("Request body exceeds the limit of %d bytes", mbe.Limit)
+		err = &apperr.Error{Code: apperr.TooLarge, Message: msg, Fields: map[string][]string{"body": {msg}}}
 	}
 	e, ok := apperr.As(err)
 	if !ok || e.Code == apperr.Internal {
@@ -73,8 +86,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, rt route, er
 	default:
 		body := map[string]any{"success": false, "message": e.Message}
 		if len(e.Fields) > 0 {
-			// The document's fixed summary; the details are in errors.
-			body["message"], body["errors"] = "Invalid request parameters", e.Fields
+			body["errors"] = e.Fields
+			if code == http.StatusUnprocessableEntity { // the document's fixed summary; the details are in errors
+				body["message"] = "Invalid request parameters"
+			}
 		}
 		writeJSON(w, code, body)
 	}

@@ -125,6 +125,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (string
 const (
 	msgAuthRequired = "Authorization header is required"
 	msgAuthInvalid  = "Authorization header is invalid"
+	// msgAuthScheme answers another scheme (Bearer, Token ...), which
+	// clients of other services send by habit.
+	msgAuthScheme = msgAuthInvalid + ": use Basic authentication with LOGIN:API_KEY (curl -u LOGIN:API_KEY)"
 )
 
 func (s *Server) authenticate(r *http.Request) (account.Principal, error) {
@@ -134,7 +137,7 @@ func (s *Server) authenticate(r *http.Request) (account.Principal, error) {
 	}
 	scheme, cred, _ := strings.Cut(h, " ")
 	if !strings.EqualFold(scheme, "Basic") {
-		return account.Principal{}, apperr.Errorf(apperr.Unauthorized, msgAuthInvalid)
+		return account.Principal{}, apperr.Errorf(apperr.Unauthorized, msgAuthScheme)
 	}
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
 	if err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,7 +39,47 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) error {
+	if err := s.wrongMethod(r); err != nil {
+		return err
+	}
 	return apperr.Errorf(apperr.NotFound, "No route for %s %s", r.Method, r.URL.Path)
+}
+
+// methodNotAllowed is a known path asked with a method it does not take
+// (405 with Allow, in the error shape of the path's group).
+type methodNotAllowed struct {
+	method string
+	allow  []string
+	group  group
+}
+
+func (e *methodNotAllowed) Error() string {
+	return fmt.Sprintf("Method %s is not allowed here; use %s", e.method, strings.Join(e.allow, " or "))
+}
+
+// wrongMethod asks the router which other methods the path has, so a
+// known path with the wrong method is a 405 rather than a 404.
+func (s *Server) wrongMethod(r *http.Request) error {
+	e := &methodNotAllowed{method: r.Method}
+	for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"} {
+		if m == r.Method {
+			continue
+		}
+		_, pattern := s.mux.Handler(&http.Request{Method: m, Host: r.Host, URL: r.URL})
+		if pattern == "" || pattern == "/" {
+			continue
+		}
+		e.allow = append(e.allow, m)
+		for _, rt := range s.routes {
+			if rt.method+" "+rt.path == pattern {
+				e.group = rt.group
+			}
+		}
+	}
+	if len(e.allow) == 0 {
+		return nil
+	}
+	return e
 }
 
 //go:embed openapi.yaml

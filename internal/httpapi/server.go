@@ -62,6 +62,7 @@ type Deps struct {
 type Server struct {
 	Deps
 	metrics *metrics
+	mux     *http.ServeMux
 	handler http.Handler
 	routes  []route
 	// streamsCtx ends with StopStreams: log streams watch it besides
@@ -86,6 +87,7 @@ func New(d Deps) *Server {
 	s.streamsCtx, s.stopStreams = context.WithCancel(context.Background())
 	s.routes = s.routeTable()
 	mux := http.NewServeMux()
+	s.mux = mux
 	for _, rt := range s.routes {
 		mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
 	}

@@ -142,8 +142,10 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 
 // Message is the API's summary sentence for an accepted request.
 func (a Accepted) Message() string {
-	msg := fmt.Sprintf("Email queued for %d recipient(s) as %d job(s) with %d attachment(s); %d recipient(s) suppressed.",
-		a.Queued+a.Suppressed, a.Queued, a.Attachments, a.Suppressed)
+	msg := fmt.Sprintf("Email queued for %d recipient(s) as %d job(s) with %d attachment(s).", a.Queued, a.Queued, a.Attachments)
+	if a.Suppressed > 0 {
+		msg += fmt.Sprintf(" %d other recipient(s) suppressed and not sent.", a.Suppressed)
+	}
 	if a.Watermarked > 0 {
 		msg += fmt.Sprintf(" %d attachment(s) will be watermarked.", a.Watermarked)
 	}
