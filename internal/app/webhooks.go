@@ -13,7 +13,8 @@ import (
 func (a *App) openWebhooks(box *secret.Box) {
 	st := store.NewWebhooks(a.DB, box)
 	a.Webhooks = webhook.NewService(st, nil)
-	a.dispatcher = webhook.NewDispatcher(webhook.DispatcherConfig{AllowPrivate: a.Config.WebhookAllowPrivate, Logger: a.Logger},
+	a.dispatcher = webhook.NewDispatcher(webhook.DispatcherConfig{AllowPrivate: a.Config.WebhookAllowPrivate, Logger: a.Logger,
+		Resolver: a.Resolver},
 		st, store.NewEvents(a.DB), func(ctx context.Context, id int64) (string, error) {
 			d, err := a.Domains.ByID(ctx, id)
 			return d.Name, err

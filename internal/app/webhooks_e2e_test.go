@@ -148,3 +148,61 @@ func TestWebhooksRefusePrivateAddresses(t *testing.T) {
 		t.Errorf("the private receiver got %q", got)
 	}
 }
+
+// Webhook host names are resolved through --dns-server like every other
+// lookup (the test's own DNS server here: the system resolver would not
+// know these names), and a name that does not resolve is reported
+// without the resolver's address.
+func TestWebhookNamesResolveThroughDNSServer(t *testing.T) {
+	t.Parallel()
+	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.WebhookAllowPrivate = true })
+	sink := &hookSink{got: map[string][]string{}}
+	srv := httptest.NewServer(sink)
+	defer srv.Close()
+	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	e.DNS.AddA("hooks.tenant-corp.net", "127.0.0.1")
+	path := "/api/domains/shop.example.com/webhooks"
+	for _, host := range []string{"hooks.tenant-corp.net", "nohooks.tenant-corp.net"} {
+		resp := e.Do(apitest.Request{Method: "POST", Path: path, Auth: e.user.Auth(),
+			Body: map[string]any{"url": "http://" + host + ":" + port + "/postline"}})
+		if resp.StatusCode != 201 {
+			t.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
+		}
+		if host == "hooks.tenant-corp.net" {
+			sink.mu.Lock()
+			sink.secret = resp.JSON["data"].(map[string]any)["secret"].(string)
+			sink.mu.Unlock()
+		}
+	}
+	e.send(t, basicParts("ann@rcpt.example.net"), nil)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got, bad := sink.types("ann@rcpt.example.net")
+		if strings.HasPrefix(got, "queued") && bad == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the webhook at hooks.tenant-corp.net received %q (%d bad signatures)", got, bad)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for {
+		resp := e.Do(apitest.Request{Method: "GET", Path: path, Auth: e.user.Auth()})
+		var msg string
+		for _, w := range resp.JSON["data"].([]any) {
+			if m := w.(map[string]any); strings.Contains(m["url"].(string), "nohooks") {
+				msg, _ = m["last_error"].(string)
+			}
+		}
+		if msg != "" {
+			if !strings.Contains(msg, "cannot resolve nohooks.tenant-corp.net") || strings.Contains(msg, e.DNS.Addr()) {
+				t.Fatalf("last_error %q: want it to say the name does not resolve, without the resolver's address", msg)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the unresolvable webhook never recorded an error")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -14,11 +15,18 @@ import (
 // allowed fails with; it ends up in the webhook's last_error.
 var errForbiddenAddress = errors.New("connecting to loopback, private, link-local or multicast addresses is not allowed (--webhook-allow-private)")
 
+// Resolver looks up a host's addresses; the dispatcher uses the one every
+// other lookup uses (--dns-server), not the system's.
+type Resolver interface {
+	LookupIP(ctx context.Context, host string) ([]netip.Addr, error)
+}
+
 // newClient returns the HTTP client of the dispatcher: bounded in time,
 // never following redirects, and (unless allowPrivate) refusing to dial
 // addresses inside the operator's network, checked on the IP actually
 // dialled so that a name resolving there (or rebinding to there) fails too.
-func newClient(allowPrivate bool, timeout time.Duration) *http.Client {
+// Names are resolved through res when it is set.
+func newClient(allowPrivate bool, timeout time.Duration, res Resolver) *http.Client {
 	d := &net.Dialer{Timeout: timeout}
 	if !allowPrivate {
 		d.Control = func(_, address string, _ syscall.RawConn) error {
@@ -36,13 +44,46 @@ func newClient(allowPrivate bool, timeout time.Duration) *http.Client {
 		Timeout: timeout,
 		Transport: &http.Transport{
 			Proxy:                 nil, // a proxy would dial on our behalf, past the check
-			DialContext:           d.DialContext,
+			DialContext:           dialVia(d, res),
 			TLSHandshakeTimeout:   timeout,
 			ResponseHeaderTimeout: timeout,
 			MaxIdleConnsPerHost:   2,
 			IdleConnTimeout:       time.Minute,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// dialVia dials with d, resolving host names through res (the system
+// resolver when res is nil). Addresses are tried in the order the
+// resolver gives them; errors name the host, never the resolver.
+func dialVia(d *net.Dialer, res Resolver) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if res == nil {
+		return d.DialContext
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := netip.ParseAddr(host); err == nil {
+			return d.DialContext(ctx, network, addr)
+		}
+		ips, err := res.LookupIP(ctx, host)
+		if err != nil || len(ips) == 0 {
+			return nil, fmt.Errorf("cannot resolve %s", host)
+		}
+		var first error
+		for _, ip := range ips {
+			conn, err := d.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
+			if err == nil {
+				return conn, nil
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		return nil, first
 	}
 }
 

@@ -29,8 +29,11 @@ type DispatcherConfig struct {
 	Concurrency  int           // posts at once (default 8)
 	RetryBase    time.Duration // wait after a first failure, doubling to an hour (default 10s)
 	AllowPrivate bool          // allow loopback and private addresses
-	Now          func() time.Time
-	Logger       *slog.Logger
+	// Resolver looks up webhook hosts (the --dns-server resolver); nil
+	// uses the system's.
+	Resolver Resolver
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // Dispatcher posts log entries to webhooks.
@@ -78,7 +81,7 @@ func NewDispatcher(cfg DispatcherConfig, st Store, events event.Store, domainNam
 	b := make([]byte, 4)
 	rand.Read(b)
 	return &Dispatcher{cfg: cfg, store: st, events: events, domains: domainName,
-		client: newClient(cfg.AllowPrivate, cfg.Timeout), owner: host + "/" + hex.EncodeToString(b),
+		client: newClient(cfg.AllowPrivate, cfg.Timeout, cfg.Resolver), owner: host + "/" + hex.EncodeToString(b),
 		slots: make(chan struct{}, cfg.Concurrency), running: map[int64]bool{}}
 }
 

@@ -79,10 +79,10 @@ func TestClientRefusesLoopbackUnlessAllowed(t *testing.T) {
 		}
 		return err
 	}
-	if err := post(newClient(false, time.Second)); !errors.Is(err, errForbiddenAddress) {
+	if err := post(newClient(false, time.Second, nil)); !errors.Is(err, errForbiddenAddress) {
 		t.Errorf("guarded client: %v, want the forbidden-address error", err)
 	}
-	if err := post(newClient(true, time.Second)); err != nil {
+	if err := post(newClient(true, time.Second, nil)); err != nil {
 		t.Errorf("client allowing private addresses: %v", err)
 	}
 }
