@@ -131,7 +131,7 @@ func TestREADME(t *testing.T) {
 		t.Logf("output:\n%s", text)
 	}
 	for _, want := range []string{
-		`Created account "admin"`,                   // serve's first start
+		`Created account "admin"`,                    // serve's first start
 		`"message":"Email queued for 1 recipient(s)`, // the send
 		`"event_type":"delivered"`,                   // the log after it
 		"marked verified without DNS checks",
