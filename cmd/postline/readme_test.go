@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,7 +122,16 @@ func TestREADME(t *testing.T) {
 	cmd.Dir = dir
 	// serve listens where the substituted curl lines look for it.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "LANG=C.UTF-8", "POSTLINE_DNS_SERVER=" + dns.Addr(), "POSTLINE_ADDR=" + api}
+	// bash and the README's background processes share a process group,
+	// so a timeout or a failure stops them all, not bash alone.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
+	t.Cleanup(func() {
+		if cmd.Process != nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	})
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the README's blocks failed (%v); output:\n%s", err, out)
