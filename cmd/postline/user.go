@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/postline/postline/internal/account"
 )
@@ -20,7 +26,10 @@ func userCommands() *cmd {
 	}
 	return &cmd{name: "user", summary: "accounts", subs: []*cmd{
 		{name: "create", args: "LOGIN", summary: "create an account (then give it a key with `postline key create LOGIN`)",
-			minArgs: 1, maxArgs: 1, setup: withLogin(userCreate)},
+			minArgs: 1, maxArgs: 1, setup: setupUserCreate},
+		{name: "password", args: "LOGIN", summary: "set LOGIN's console password (asked twice on a terminal, else read from stdin)",
+			help:    "An empty password removes it: the account then signs in to the console with an API key only.",
+			minArgs: 1, maxArgs: 1, setup: setupUserPassword},
 		{name: "list", summary: "list accounts", setup: setupUserList},
 		{name: "disable", args: "LOGIN", summary: "disable an account: its keys stop working at once",
 			minArgs: 1, maxArgs: 1, setup: withLogin(func(ctx context.Context, x *inv, login string) error {
@@ -49,7 +58,12 @@ func userCommands() *cmd {
 	}}
 }
 
-func userCreate(ctx context.Context, x *inv, login string) error {
+func setupUserCreate(fs *flag.FlagSet) runFunc {
+	admin := fs.Bool("admin", false, "an operator: sees every account and the queue in the console and /api/admin/")
+	return func(ctx context.Context, x *inv) error { return userCreate(ctx, x, x.args[0], *admin) }
+}
+
+func userCreate(ctx context.Context, x *inv, login string, admin bool) error {
 	x.fields = map[string]string{"login": "LOGIN"}
 	if err := account.CheckLogin(login); err != nil {
 		return err // before a database is made for nothing
@@ -62,8 +76,66 @@ func userCreate(ctx context.Context, x *inv, login string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(x.stdout, "created account %s (id %d)\n", acc.Login, acc.ID)
+	kind := "account"
+	if admin {
+		if err := a.Accounts.SetAdmin(ctx, login, true); err != nil {
+			return err
+		}
+		kind = "operator account"
+	}
+	fmt.Fprintf(x.stdout, "created %s %s (id %d)\n", kind, acc.Login, acc.ID)
 	return nil
+}
+
+func setupUserPassword(*flag.FlagSet) runFunc {
+	return func(ctx context.Context, x *inv) error {
+		x.fields = map[string]string{"password": "password"}
+		pw, err := readPassword(x)
+		if err != nil {
+			return err
+		}
+		a, err := x.app(ctx)
+		if err != nil {
+			return err
+		}
+		if err := a.Accounts.SetPassword(ctx, x.args[0], pw); err != nil {
+			return err
+		}
+		if pw == "" {
+			fmt.Fprintf(x.stdout, "removed the console password of %s\n", x.args[0])
+		} else {
+			fmt.Fprintf(x.stdout, "set the console password of %s\n", x.args[0])
+		}
+		return nil
+	}
+}
+
+// readPassword asks twice on a terminal, without echo; otherwise it reads
+// the first line of stdin (for scripts: `printf '%s\n' "$PW" | postline user password alice`).
+func readPassword(x *inv) (string, error) {
+	if f, ok := x.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprint(x.stderr, "New password: ")
+		a, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(x.stderr)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprint(x.stderr, "Again: ")
+		b, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(x.stderr)
+		if err != nil {
+			return "", err
+		}
+		if string(a) != string(b) {
+			return "", usagef("the two passwords differ")
+		}
+		return string(a), nil
+	}
+	line, err := bufio.NewReader(io.LimitReader(x.stdin, 4096)).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return "", err
+	}
+	return strings.TrimRight(line, "\r\n"), nil
 }
 
 func setupUserList(*flag.FlagSet) runFunc {
@@ -77,13 +149,19 @@ func setupUserList(*flag.FlagSet) runFunc {
 			return err
 		}
 		tw := tabwriter.NewWriter(x.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tLOGIN\tCREATED\tSTATUS")
+		fmt.Fprintln(tw, "ID\tLOGIN\tCREATED\tSTATUS\tROLE\tPASSWORD")
 		for _, u := range users {
-			status := "active"
+			status, role, pw := "active", "sender", "no"
 			if u.DisabledAt != nil {
 				status = "disabled"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", u.ID, u.Login, u.CreatedAt.Format(time.RFC3339), status)
+			if u.Admin {
+				role = "operator"
+			}
+			if u.PasswordSet {
+				pw = "set"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", u.ID, u.Login, u.CreatedAt.Format(time.RFC3339), status, role, pw)
 		}
 		return tw.Flush()
 	}

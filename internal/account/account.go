@@ -24,6 +24,12 @@ type Account struct {
 	Login      string
 	CreatedAt  time.Time
 	DisabledAt *time.Time
+	// Admin accounts operate the installation: every account and the
+	// queue across domains (the console's operator page, /api/admin/).
+	Admin bool
+	// PasswordSet says the account may sign in to the console with a
+	// password besides its API keys.
+	PasswordSet bool
 }
 
 // Key is an API key's record; the plain key is never stored.
@@ -41,7 +47,8 @@ type Key struct {
 type Principal struct {
 	AccountID int64
 	Login     string
-	KeyID     int64
+	KeyID     int64 // 0 when signed in with a password
+	Admin     bool
 }
 
 // Store is the storage the account service needs. Missing rows are
@@ -59,6 +66,11 @@ type Store interface {
 	// KeyByHash returns the key with that hash and its account.
 	KeyByHash(ctx context.Context, hash string) (Key, Account, error)
 	TouchKey(ctx context.Context, id int64, now time.Time) error
+	SetAdmin(ctx context.Context, id int64, admin bool) error
+	SetPasswordHash(ctx context.Context, id int64, hash string) error
+	// PasswordHash returns the account and its password hash ("" when none
+	// is set).
+	PasswordHash(ctx context.Context, login string) (Account, string, error)
 }
 
 // Service is the account capability.
@@ -102,7 +114,16 @@ func (s *Service) Authenticate(ctx context.Context, login, key string) (Principa
 			return Principal{}, err
 		}
 	}
-	return Principal{AccountID: a.ID, Login: a.Login, KeyID: k.ID}, nil
+	return Principal{AccountID: a.ID, Login: a.Login, KeyID: k.ID, Admin: a.Admin}, nil
+}
+
+// SetAdmin marks an account as an operator, or not.
+func (s *Service) SetAdmin(ctx context.Context, login string, admin bool) error {
+	a, err := s.User(ctx, login)
+	if err != nil {
+		return err
+	}
+	return s.store.SetAdmin(ctx, a.ID, admin)
 }
 
 // CreateUser creates an account.
@@ -196,10 +217,14 @@ func (s *Service) Bootstrap(ctx context.Context) (key string, created bool, err 
 	if err != nil || n > 0 {
 		return "", false, err
 	}
-	if _, err := s.CreateUser(ctx, BootstrapLogin); err != nil {
+	a, err := s.CreateUser(ctx, BootstrapLogin)
+	if err != nil {
 		if apperr.CodeOf(err) == apperr.Conflict {
 			return "", false, nil
 		}
+		return "", false, err
+	}
+	if err := s.store.SetAdmin(ctx, a.ID, true); err != nil {
 		return "", false, err
 	}
 	key, _, err = s.CreateKey(ctx, BootstrapLogin, "bootstrap")

@@ -110,6 +110,18 @@ func TestWebhooksDeliverLogEntries(t *testing.T) {
 			t.Errorf("another account's webhooks: %d, want 404", r.StatusCode)
 		}
 		id := int(list[0].(map[string]any)["id"].(float64))
+		posts := e.Do(apitest.Request{Method: "GET", Path: path + "/" + strconv.Itoa(id) + "/posts", Auth: e.user.Auth()})
+		items, _ := posts.JSON["data"].([]any)
+		if posts.StatusCode != 200 || len(items) == 0 || items[0].(map[string]any)["status"] != 200.0 ||
+			items[0].(map[string]any)["error"] != nil || items[0].(map[string]any)["entries"].(float64) < 1 {
+			t.Errorf("recent posts: %d %s; want the successful posts, newest first", posts.StatusCode, posts.Body)
+		}
+		if r := e.Do(apitest.Request{Method: "GET", Path: path + "/" + strconv.Itoa(id) + "/posts", Auth: mallory.Auth()}); r.StatusCode != 404 {
+			t.Errorf("another account's webhook posts: %d, want 404", r.StatusCode)
+		}
+		if r := e.Do(apitest.Request{Method: "GET", Path: path + "/999/posts", Auth: e.user.Auth()}); r.StatusCode != 404 {
+			t.Errorf("posts of a webhook that does not exist: %d, want 404", r.StatusCode)
+		}
 		if r := e.Do(apitest.Request{Method: "DELETE", Path: path + "/" + strconv.Itoa(id), Auth: mallory.Auth()}); r.StatusCode != 404 {
 			t.Errorf("another account deleting: %d, want 404", r.StatusCode)
 		}

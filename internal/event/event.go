@@ -102,6 +102,7 @@ type Filter struct {
 	Recipient  string    // exact, case-insensitive
 	Subject    string    // substring, case-insensitive
 	Tags       string    // substring, case-insensitive
+	MessageID  string    // exact: one message's chain
 	Type       Type
 	Limit      int // rows per page; the store requires 1 or more
 	Offset     int // rows to skip (list paging; streams use AfterID)
@@ -113,7 +114,7 @@ type Filter struct {
 // OnlyTimeAndType reports whether f constrains nothing but the time range
 // and the type, the filters whose totals are kept per hour.
 func (f Filter) OnlyTimeAndType() bool {
-	return f.Sender == "" && f.Recipient == "" && f.Subject == "" && f.Tags == "" && f.AfterID == 0 && f.UpToID == 0
+	return f.Sender == "" && f.Recipient == "" && f.Subject == "" && f.Tags == "" && f.MessageID == "" && f.AfterID == 0 && f.UpToID == 0
 }
 
 // Fold is the case folding of the case-insensitive filters, applied once to

@@ -68,6 +68,7 @@ func (s *Server) routeTable() []route {
 		{method: "POST", path: "/api/domains/{domain}/webhooks", group: groupDomain, handler: s.handleCreateWebhook},
 		{method: "GET", path: "/api/domains/{domain}/webhooks", group: groupDomain, handler: s.handleListWebhooks},
 		{method: "DELETE", path: "/api/domains/{domain}/webhooks/{id}", group: groupDomain, handler: s.handleDeleteWebhook},
+		{method: "GET", path: "/api/domains/{domain}/webhooks/{id}/posts", group: groupDomain, handler: s.handleWebhookPosts},
 
 		{method: "POST", path: "/api/domains", group: groupDomain, handler: s.handleCreateDomain},
 		{method: "GET", path: "/api/domains", group: groupDomain, handler: s.handleListDomains},

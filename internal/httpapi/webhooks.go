@@ -2,6 +2,9 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
+
+	"github.com/postline/postline/internal/apperr"
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/webhook"
@@ -81,4 +84,36 @@ func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request, p ac
 
 func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, p account.Principal) error {
 	return s.deleteByID(w, r, p, "Webhook", s.Webhooks.Delete)
+}
+
+type webhookPostJSON struct {
+	At         string  `json:"at"`
+	Status     int     `json:"status"`
+	Error      *string `json:"error"`
+	Entries    int     `json:"entries"`
+	DurationMS int64   `json:"duration_ms"`
+}
+
+// handleWebhookPosts is GET .../webhooks/{id}/posts: the newest posts and
+// how each went.
+func (s *Server) handleWebhookPosts(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		return apperr.Field("id", "The id must be a positive integer.")
+	}
+	d, err := s.Domains.Owned(r.Context(), p.AccountID, r.PathValue("domain"))
+	if err != nil {
+		return err
+	}
+	posts, err := s.Webhooks.Posts(r.Context(), d.ID, id, webhook.KeptPosts)
+	if err != nil {
+		return err
+	}
+	out := make([]webhookPostJSON, len(posts))
+	for i, po := range posts {
+		out[i] = webhookPostJSON{At: timeJSON(po.At), Status: po.Status, Error: optional(po.Error), Entries: po.Entries,
+			DurationMS: po.Duration.Milliseconds()}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": out})
+	return nil
 }

@@ -28,15 +28,37 @@ func (s Accounts) CreateAccount(ctx context.Context, login string, now time.Time
 	return a, notFound(err, "account")
 }
 
-const accountCols = `id, login, created_at, disabled_at`
+const accountCols = `id, login, created_at, disabled_at, is_admin, password_hash <> ''`
 
 func scanAccount(row interface{ Scan(...any) error }) (account.Account, error) {
 	var a account.Account
 	var created int64
 	var disabled sql.NullInt64
-	err := row.Scan(&a.ID, &a.Login, &created, &disabled)
+	err := row.Scan(&a.ID, &a.Login, &created, &disabled, &a.Admin, &a.PasswordSet)
 	a.CreatedAt, a.DisabledAt = fromMS(created), nullMS(disabled)
 	return a, err
+}
+
+// SetAdmin implements account.Store.
+func (s Accounts) SetAdmin(ctx context.Context, id int64, admin bool) error {
+	return s.exec1(ctx, "account", `UPDATE accounts SET is_admin = $2 WHERE id = $1`, id, b2i(admin))
+}
+
+// SetPasswordHash implements account.Store.
+func (s Accounts) SetPasswordHash(ctx context.Context, id int64, hash string) error {
+	return s.exec1(ctx, "account", `UPDATE accounts SET password_hash = $2 WHERE id = $1`, id, hash)
+}
+
+// PasswordHash implements account.Store.
+func (s Accounts) PasswordHash(ctx context.Context, login string) (account.Account, string, error) {
+	var hash string
+	var created int64
+	var disabled sql.NullInt64
+	var a account.Account
+	err := s.db.r.QueryRowContext(ctx, `SELECT id, login, created_at, disabled_at, is_admin, password_hash <> '', password_hash
+		FROM accounts WHERE login = $1`, login).Scan(&a.ID, &a.Login, &created, &disabled, &a.Admin, &a.PasswordSet, &hash)
+	a.CreatedAt, a.DisabledAt = fromMS(created), nullMS(disabled)
+	return a, hash, notFound(err, "account")
 }
 
 // AccountByLogin implements account.Store.
@@ -127,9 +149,9 @@ func (s Accounts) KeyByHash(ctx context.Context, hash string) (account.Key, acco
 	var used, revoked, disabled sql.NullInt64
 	var a account.Account
 	k, dest := scanKey(nil)
-	err := s.db.r.QueryRowContext(ctx, `SELECT `+keyCols+`, a.id, a.login, a.created_at, a.disabled_at
+	err := s.db.r.QueryRowContext(ctx, `SELECT `+keyCols+`, a.id, a.login, a.created_at, a.disabled_at, a.is_admin
 		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = $1`, hash).
-		Scan(append(dest, &created, &used, &revoked, &a.ID, &a.Login, &aCreated, &disabled)...)
+		Scan(append(dest, &created, &used, &revoked, &a.ID, &a.Login, &aCreated, &disabled, &a.Admin)...)
 	k.CreatedAt, k.LastUsedAt, k.RevokedAt = fromMS(created), nullMS(used), nullMS(revoked)
 	a.CreatedAt, a.DisabledAt = fromMS(aCreated), nullMS(disabled)
 	return *k, a, notFound(err, "key")

@@ -279,6 +279,9 @@ func (e Events) where(f event.Filter) (string, []any) {
 	if f.Recipient != "" {
 		add("recipient_lc = ?", event.Fold(f.Recipient))
 	}
+	if f.MessageID != "" {
+		add("message_id = ?", f.MessageID)
+	}
 	for _, sub := range [...]struct{ col, v string }{{"subject_lc", f.Subject}, {"tags_lc", f.Tags}} {
 		col, v := sub.col, sub.v
 		if v == "" {

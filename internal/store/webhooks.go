@@ -140,3 +140,37 @@ func (s Webhooks) Fail(ctx context.Context, id int64, owner string, next time.Ti
 		id, owner, msg, ms(next))
 	return notFound(err, "webhook")
 }
+
+// RecordPost implements webhook.Store.
+func (s Webhooks) RecordPost(ctx context.Context, p webhook.Post) error {
+	return s.db.InTx(ctx, func(q Querier) error {
+		if _, err := q.ExecContext(ctx, `INSERT INTO webhook_posts (webhook_id, created_at, status, error, entries, duration_ms)
+			VALUES ($1, $2, $3, $4, $5, $6)`, p.WebhookID, ms(p.At), p.Status, p.Error, p.Entries, p.Duration.Milliseconds()); err != nil {
+			return err
+		}
+		_, err := q.ExecContext(ctx, `DELETE FROM webhook_posts WHERE webhook_id = $1 AND id <= (
+			SELECT id FROM webhook_posts WHERE webhook_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)`, p.WebhookID, webhook.KeptPosts)
+		return err
+	})
+}
+
+// Posts implements webhook.Store.
+func (s Webhooks) Posts(ctx context.Context, webhookID int64, limit int) ([]webhook.Post, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT created_at, status, error, entries, duration_ms FROM webhook_posts
+		WHERE webhook_id = $1 ORDER BY id DESC LIMIT $2`, webhookID, limit)
+	if err != nil {
+		return nil, notFound(err, "webhook posts")
+	}
+	defer rows.Close()
+	var out []webhook.Post
+	for rows.Next() {
+		p := webhook.Post{WebhookID: webhookID}
+		var at, dur int64
+		if err := rows.Scan(&at, &p.Status, &p.Error, &p.Entries, &dur); err != nil {
+			return nil, notFound(err, "webhook posts")
+		}
+		p.At, p.Duration = fromMS(at), time.Duration(dur)*time.Millisecond
+		out = append(out, p)
+	}
+	return out, notFound(rows.Err(), "webhook posts")
+}

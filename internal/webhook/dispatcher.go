@@ -215,20 +215,31 @@ func (d *Dispatcher) deliver(ctx context.Context, w Webhook, hi int64) error {
 		}
 	}
 	if len(batch) > 0 {
-		if err := d.post(ctx, w, batch); err != nil {
-			if ctx.Err() != nil { // stopping: not the endpoint's failure
-				return d.store.Release(rec, w.ID, d.owner)
-			}
+		start := d.cfg.Now()
+		status, err := d.post(ctx, w, batch)
+		if err != nil && ctx.Err() != nil { // stopping: not the endpoint's failure
+			return d.store.Release(rec, w.ID, d.owner)
+		}
+		p := Post{WebhookID: w.ID, At: start, Status: status, Entries: len(batch), Duration: d.cfg.Now().Sub(start)}
+		if err != nil {
+			p.Error = d.failureText(err)
+		}
+		if rerr := d.store.RecordPost(rec, p); rerr != nil {
+			d.cfg.Logger.Warn("webhooks: recording a post", "webhook", w.ID, "error", rerr)
+		}
+		if err != nil {
 			return d.fail(rec, w, err)
 		}
 	}
 	return d.store.Advance(rec, w.ID, d.owner, last, len(batch) > 0, d.cfg.Now())
 }
 
-func (d *Dispatcher) post(ctx context.Context, w Webhook, batch []event.Entry) error {
+// post sends one batch and returns the endpoint's status (0 without an
+// answer); an answer other than 2xx is an error.
+func (d *Dispatcher) post(ctx context.Context, w Webhook, batch []event.Entry) (int, error) {
 	name, err := d.domains(ctx, w.DomainID)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	body := []byte(`{"webhook_id":` + strconv.FormatInt(w.ID, 10) + `,"domain":`)
 	body = strconv.AppendQuote(body, name) // a domain name is ASCII: Go and JSON quoting agree
@@ -237,21 +248,21 @@ func (d *Dispatcher) post(ctx context.Context, w Webhook, batch []event.Entry) e
 	body = append(body, '}')
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Postline-Webhook/1")
 	req.Header.Set(SignatureHeader, Sign(w.Secret, d.cfg.Now(), body))
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) //nolint:errcheck // keeps the connection reusable
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("the endpoint answered %s", resp.Status)
+		return resp.StatusCode, fmt.Errorf("the endpoint answered %s", resp.Status)
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // Backoff is the wait after the n-th failure in a row: base doubling to an hour.
@@ -264,6 +275,11 @@ func Backoff(base time.Duration, n int) time.Duration {
 }
 
 func (d *Dispatcher) fail(ctx context.Context, w Webhook, cause error) error {
+	return d.store.Fail(ctx, w.ID, d.owner, d.cfg.Now().Add(Backoff(d.cfg.RetryBase, w.Attempts+1)), d.failureText(cause))
+}
+
+// failureText is what the owner is shown of a failed post.
+func (d *Dispatcher) failureText(cause error) string {
 	msg := cause.Error()
 	if errors.Is(cause, errForbiddenAddress) {
 		msg = errForbiddenAddress.Error() // not the address: that would map the operator's network
@@ -271,5 +287,5 @@ func (d *Dispatcher) fail(ctx context.Context, w Webhook, cause error) error {
 	if len(msg) > 500 {
 		msg = msg[:500]
 	}
-	return d.store.Fail(ctx, w.ID, d.owner, d.cfg.Now().Add(Backoff(d.cfg.RetryBase, w.Attempts+1)), msg)
+	return msg
 }

@@ -60,12 +60,45 @@ type Store interface {
 	// Release frees the lease without recording anything (a post cut off
 	// by shutdown).
 	Release(ctx context.Context, id int64, owner string) error
+	// RecordPost keeps the outcome of one post, and only the newest
+	// KeptPosts of each webhook.
+	RecordPost(ctx context.Context, p Post) error
+	// Posts returns the webhook's newest posts, newest first.
+	Posts(ctx context.Context, webhookID int64, limit int) ([]Post, error)
 }
+
+// Post is the outcome of one POST to a webhook, for its owner to look at.
+type Post struct {
+	WebhookID int64
+	At        time.Time
+	Status    int    // the HTTP status; 0 when there was no answer
+	Error     string // empty when the endpoint answered 2xx
+	Entries   int    // log entries the post carried
+	Duration  time.Duration
+}
+
+// KeptPosts is how many posts of each webhook are kept.
+const KeptPosts = 50
 
 // Position is a place in Due's order.
 type Position struct {
 	NextAttemptAt time.Time
 	ID            int64
+}
+
+// Posts returns the newest posts of webhook id of domainID, newest first
+// (NotFound when the webhook is not the domain's).
+func (s *Service) Posts(ctx context.Context, domainID, id int64, limit int) ([]Post, error) {
+	list, err := s.store.List(ctx, domainID)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range list {
+		if w.ID == id {
+			return s.store.Posts(ctx, id, min(max(limit, 1), KeptPosts))
+		}
+	}
+	return nil, apperr.Errorf(apperr.NotFound, "webhook %d not found", id)
 }
 
 // Limits on what an owner may configure.

@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/postline/postline/internal/account"
+)
+
+// Sessions implements account.SessionStore.
+type Sessions struct{ db *DB }
+
+var _ account.SessionStore = Sessions{}
+
+// NewSessions returns the session store.
+func NewSessions(db *DB) Sessions { return Sessions{db: db} }
+
+// CreateSession implements account.SessionStore.
+func (s Sessions) CreateSession(ctx context.Context, idHash string, ses account.Session) error {
+	var key any
+	if ses.KeyID > 0 {
+		key = ses.KeyID
+	}
+	_, err := s.db.w.ExecContext(ctx, `INSERT INTO sessions (id_hash, account_id, key_id, csrf, created_at, last_seen_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, idHash, ses.AccountID, key, ses.CSRF, ms(ses.CreatedAt), ms(ses.LastSeen))
+	return notFound(err, "session")
+}
+
+// SessionByHash implements account.SessionStore.
+func (s Sessions) SessionByHash(ctx context.Context, idHash string) (account.SessionRecord, error) {
+	var r account.SessionRecord
+	var key sql.NullInt64
+	var created, seen int64
+	var disabled, revoked sql.NullInt64
+	err := s.db.r.QueryRowContext(ctx, `SELECT s.account_id, s.key_id, s.csrf, s.created_at, s.last_seen_at,
+		a.login, a.is_admin, a.disabled_at, k.revoked_at
+		FROM sessions s JOIN accounts a ON a.id = s.account_id LEFT JOIN api_keys k ON k.id = s.key_id
+		WHERE s.id_hash = $1`, idHash).Scan(&r.AccountID, &key, &r.CSRF, &created, &seen,
+		&r.Login, &r.Admin, &disabled, &revoked)
+	if err != nil {
+		return r, notFound(err, "session")
+	}
+	r.KeyID = key.Int64
+	r.CreatedAt, r.LastSeen = fromMS(created), fromMS(seen)
+	r.Disabled, r.KeyRevoked = disabled.Valid, revoked.Valid
+	return r, nil
+}
+
+// TouchSession implements account.SessionStore.
+func (s Sessions) TouchSession(ctx context.Context, idHash string, now time.Time) error {
+	return exec1(ctx, s.db.w, "session", `UPDATE sessions SET last_seen_at = $2 WHERE id_hash = $1`, idHash, ms(now))
+}
+
+// DeleteSession implements account.SessionStore.
+func (s Sessions) DeleteSession(ctx context.Context, idHash string) error {
+	return exec1(ctx, s.db.w, "session", `DELETE FROM sessions WHERE id_hash = $1`, idHash)
+}
+
+// DeleteIdleSessions implements account.SessionStore.
+func (s Sessions) DeleteIdleSessions(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.db.w.ExecContext(ctx, `DELETE FROM sessions WHERE last_seen_at < $1`, ms(before))
+	if err != nil {
+		return 0, notFound(err, "sessions")
+	}
+	return res.RowsAffected()
+}
