@@ -33,6 +33,9 @@ func (r Result) RetryAfter(now time.Time) int {
 // must be kept; backends may drop it after that.
 type Counter interface {
 	Incr(ctx context.Context, key string, windowStart time.Time, expire time.Duration) (int64, error)
+	// Get returns the count of key in the window starting at windowStart
+	// without changing it (0 when there is none).
+	Get(ctx context.Context, key string, windowStart time.Time) (int64, error)
 }
 
 // Limiter applies limits through a Counter.
@@ -107,4 +110,11 @@ func (m *Memory) Incr(_ context.Context, key string, windowStart time.Time, expi
 	c.expires = windowStart.Add(expire)
 	m.counts[k] = c
 	return c.n, nil
+}
+
+// Get implements Counter.
+func (m *Memory) Get(_ context.Context, key string, windowStart time.Time) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.counts[memKey{key, windowStart.UnixNano()}].n, nil
 }

@@ -87,3 +87,49 @@ func TestConcurrentCountsAreExact(t *testing.T) {
 		})
 	}
 }
+
+func TestAttemptsCountOnlyFailures(t *testing.T) {
+	t.Parallel()
+	for name, c := range counters(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			now := time.Date(2026, 11, 21, 10, 3, 0, 0, time.UTC)
+			a := &Attempts{Limiter: New(c, func() time.Time { return now }), PerLogin: 3, PerAddress: 5}
+			ctx := context.Background()
+			blocked := func(login, addr string) bool {
+				t.Helper()
+				b, until, err := a.Blocked(ctx, login, addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b && !until.Equal(time.Date(2026, 11, 21, 10, 15, 0, 0, time.UTC)) {
+					t.Fatalf("blocked until %v, want the end of the 15-minute window", until)
+				}
+				return b
+			}
+			for i := 0; i < 3; i++ {
+				if blocked("Alice", "192.0.2.1") {
+					t.Fatalf("blocked after %d failures, limit 3", i)
+				}
+				if err := a.Failed(ctx, "alice", "192.0.2.1"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !blocked("ALICE", "192.0.2.9") {
+				t.Fatal("a login with 3 failures is not blocked from another address")
+			}
+			if blocked("bob", "192.0.2.1") {
+				t.Fatal("3 failures from an address with a limit of 5 block another login")
+			}
+			a.Failed(ctx, "carol", "192.0.2.1")
+			a.Failed(ctx, "dave", "192.0.2.1")
+			if !blocked("erin", "192.0.2.1") {
+				t.Fatal("5 failures from one address do not block it")
+			}
+			now = now.Add(15 * time.Minute)
+			if blocked("alice", "192.0.2.1") {
+				t.Fatal("still blocked in the next window")
+			}
+		})
+	}
+}

@@ -44,5 +44,18 @@ func (r *Redis) Incr(ctx context.Context, key string, windowStart time.Time, exp
 	return incr.Val(), nil
 }
 
+// Get implements Counter.
+func (r *Redis) Get(ctx context.Context, key string, windowStart time.Time) (int64, error) {
+	k := r.prefix + key + ":" + strconv.FormatInt(windowStart.Unix(), 10)
+	n, err := r.client.Get(ctx, k).Int64()
+	if err == redis.Nil {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("ratelimit: redis: %w", err)
+	}
+	return n, nil
+}
+
 // Close closes the client.
 func (r *Redis) Close() error { return r.client.Close() }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +39,20 @@ func (c *RateCounter) Incr(ctx context.Context, key string, windowStart time.Tim
 		return 0, notFound(err, "rate counter")
 	}
 	c.prune(ctx, windowStart.Add(-expire))
+	return n, nil
+}
+
+// Get implements ratelimit.Counter.
+func (c *RateCounter) Get(ctx context.Context, key string, windowStart time.Time) (int64, error) {
+	var n int64
+	err := c.db.r.QueryRowContext(ctx, `SELECT count FROM rate_counters WHERE key = $1 AND window_start = $2`,
+		key, ms(windowStart)).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, notFound(err, "rate counter")
+	}
 	return n, nil
 }
 

@@ -153,6 +153,12 @@ func testRateCounter(t *testing.T, db *store.DB) {
 	if n, _ := c.Incr(ctx, "other", w, time.Minute); n != 1 {
 		t.Fatalf("another key starts at %d, want 1", n)
 	}
+	if n, err := c.Get(ctx, "k", w); err != nil || n != 21 {
+		t.Fatalf("Get = %d, %v; want 21 (and unchanged)", n, err)
+	}
+	if n, err := c.Get(ctx, "never", w); err != nil || n != 0 {
+		t.Fatalf("Get of an unknown key = %d, %v; want 0", n, err)
+	}
 }
 
 // testInTxPanic: a panic inside a transaction, once recovered, leaves no
