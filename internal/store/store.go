@@ -98,8 +98,11 @@ func openSQLite(ctx context.Context, path, url string) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	// synchronous(FULL): in WAL mode NORMAL does not sync the log at each
+	// commit, so a power cut could lose a message already answered 202;
+	// FULL syncs every commit before it returns.
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)" +
-		"&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
+		"&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
 	w, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
