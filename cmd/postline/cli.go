@@ -72,6 +72,11 @@ func runLeaf(ctx context.Context, e env, c *cmd, names []string, args []string) 
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	run := c.setup(fs)
+	var account *string
+	if strings.HasPrefix(c.args, "DOMAIN") {
+		// Several accounts may claim one name until one of them verifies it.
+		account = fs.String("account", "", "the `LOGIN` whose DOMAIN is meant, when several accounts claim the name")
+	}
 	own := map[string]bool{}
 	fs.VisitAll(func(f *flag.Flag) { own[f.Name] = true })
 	loader := config.Register(fs, e.getenv)
@@ -91,6 +96,9 @@ func runLeaf(ctx context.Context, e env, c *cmd, names []string, args []string) 
 		return usagef("%s: %s", path(names), strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	x := &inv{env: e, cfg: cfg, args: pos, name: path(names)}
+	if account != nil {
+		x.account = *account
+	}
 	defer x.close()
 	err = x.explain(ctx, run(ctx, x))
 	var ue usageError

@@ -191,8 +191,19 @@ func domainShow(ctx context.Context, x *inv, a *app.App, d domain.Domain) error 
 	if d.VerifiedAt != nil {
 		verified = d.VerifiedAt.Format(time.RFC3339)
 	}
-	fmt.Fprintf(x.stdout, "domain:    %s\nverified:  %s\ndelivery:  %s\ntracking:  %s (%s)\nauth:      %s\nselector:  %s\n\n",
-		d.Name, verified, deliveryText(d.Delivery), dash(d.TrackingDomain), trackingText(d.Tracking), dash(d.AuthDomain), d.DKIMSelector)
+	login, err := x.loginOf(ctx, d.AccountID)
+	if err != nil {
+		return err
+	}
+	claim := d.ClaimStatus()
+	switch {
+	case claim == domain.ClaimEnded:
+		claim += " (" + d.ClaimEnded + ")"
+	case claim == domain.ClaimPending && d.ClaimExpiresAt != nil:
+		claim += ", deleted unless verified by " + d.ClaimExpiresAt.Format(time.RFC3339)
+	}
+	fmt.Fprintf(x.stdout, "domain:    %s\naccount:   %s\nclaim:     %s\nverified:  %s\ndelivery:  %s\ntracking:  %s (%s)\nauth:      %s\nselector:  %s\n\n",
+		d.Name, login, claim, verified, deliveryText(d.Delivery), dash(d.TrackingDomain), trackingText(d.Tracking), dash(d.AuthDomain), d.DKIMSelector)
 	return printRecords(x.stdout, a.Domains.Records(d))
 }
 

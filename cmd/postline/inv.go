@@ -25,6 +25,8 @@ type inv struct {
 	// them, so a refused value is reported as the user typed it.
 	fields map[string]string
 	a      *app.App
+	// account is --account LOGIN of the commands that name a DOMAIN.
+	account string
 }
 
 // app opens the existing database the settings name. A management command
@@ -62,8 +64,22 @@ func (x *inv) domain(ctx context.Context, name string) (*app.App, domain.Domain,
 	if err != nil {
 		return nil, domain.Domain{}, err
 	}
-	d, err := a.Domains.Get(ctx, name)
+	d, err := a.Domains.ForOperator(ctx, name, x.account, x.loginOf)
 	return a, d, err
+}
+
+// loginOf names an account for the operator.
+func (x *inv) loginOf(ctx context.Context, id int64) (string, error) {
+	users, err := x.a.Accounts.Users(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, u := range users {
+		if u.ID == id {
+			return u.Login, nil
+		}
+	}
+	return fmt.Sprintf("account %d", id), nil
 }
 
 func (x *inv) close() {

@@ -374,3 +374,51 @@ func TestVersionFromBuildInfo(t *testing.T) {
 		t.Fatalf("version: %q, %v; want the revision %s", out, err, rev)
 	}
 }
+
+// TestDomainClaimedByTwoAccounts: the operator's commands name a domain
+// that two accounts claim with --account; without it they refuse and list
+// the claiming logins (the operator may see them).
+func TestDomainClaimedByTwoAccounts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	must := func(args ...string) string {
+		t.Helper()
+		code, out, errs := cli(t, dir, args...)
+		if code != 0 {
+			t.Fatalf("postline %s: exit %d %q", strings.Join(args, " "), code, errs)
+		}
+		return out
+	}
+	must("user", "create", "alice")
+	must("user", "create", "bob")
+	must("domain", "add", "alice", "shared.example", "--direct")
+	must("domain", "add", "bob", "shared.example", "--direct")
+	for _, args := range [][]string{
+		{"domain", "verify", "shared.example", "--force"},
+		{"domain", "show", "shared.example"},
+		{"suppression", "add", "shared.example", "x@y.example", "--type", "bounce"},
+	} {
+		code, _, errs := cli(t, dir, args...)
+		if code == 0 || !strings.Contains(errs, "claimed by several accounts (alice, bob)") || !strings.Contains(errs, "--account LOGIN") {
+			t.Errorf("postline %s: exit %d %q, want a refusal listing alice, bob and naming --account", strings.Join(args, " "), code, errs)
+		}
+	}
+	if out := must("domain", "verify", "shared.example", "--force", "--account", "bob"); !strings.Contains(out, "verified") {
+		t.Errorf("verify --account bob: %q", out)
+	}
+	// Bob owns it now; alice's claim ended, so the name means bob's domain.
+	if out := must("domain", "show", "shared.example"); !strings.Contains(out, "account:   bob") || !strings.Contains(out, "claim:     verified") {
+		t.Errorf("show after bob verified: %q", out)
+	}
+	if out := must("domain", "show", "shared.example", "--account", "alice"); !strings.Contains(out, "claim:     ended") {
+		t.Errorf("show --account alice: %q, want her claim shown as ended", out)
+	}
+	code, _, errs := cli(t, dir, "domain", "verify", "shared.example", "--force", "--account", "alice")
+	if code == 0 || !strings.Contains(errs, "has ended") {
+		t.Errorf("verify alice's ended claim: exit %d %q", code, errs)
+	}
+	code, _, errs = cli(t, dir, "domain", "show", "shared.example", "--account", "carol")
+	if code == 0 || !strings.Contains(errs, "account carol has no domain shared.example") {
+		t.Errorf("show --account carol: exit %d %q", code, errs)
+	}
+}

@@ -131,6 +131,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		PublicHost:     publicHost(cfg.EffectivePublicURL()),
 		ServiceHosts:   []string{listenHost(cfg.Addr)},
 		DKIMKeyBits:    opts.DKIMKeyBits,
+		ClaimTTL:       cfg.DomainClaimTTL,
 	})
 	a.Suppressions = suppression.NewService(store.NewSuppressions(db), nil)
 	a.Events = event.NewService(store.NewEvents(db), event.Config{})
@@ -225,6 +226,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go a.watchValidationCache(wctx)
+	go a.sweepClaims(wctx)
 	if err := a.StartWorkers(ctx); err != nil {
 		return err
 	}

@@ -57,6 +57,15 @@ type Config struct {
 
 	LogRetention time.Duration // delivery log entries older than this are pruned; 0 keeps them
 
+	DomainClaimTTL time.Duration // how long an unverified domain claim lasts
+	// TrackingPerAddressPerMinute is how many opens, clicks and
+	// unsubscribes one client address may record a minute; past it the
+	// tracking endpoints still answer but record nothing.
+	TrackingPerAddressPerMinute int
+	// ValidationSharedHistory lets every account's bounces and complaints
+	// inform every account's validation (one organisation on one server).
+	ValidationSharedHistory bool
+
 	ShutdownTimeout time.Duration
 
 	// sources says where each setting that is not a default came from
@@ -126,6 +135,9 @@ func Default() Config {
 		LogLevel:           "info",
 		ShutdownTimeout:    15 * time.Second,
 		LogRetention:       30 * 24 * time.Hour,
+		DomainClaimTTL:     72 * time.Hour,
+
+		TrackingPerAddressPerMinute: 120,
 	}
 }
 
@@ -242,6 +254,12 @@ func (c Config) Validate() error {
 	}
 	if c.LogRetention != 0 && c.LogRetention < time.Hour {
 		bad("log-retention", "must be 0 (keep forever) or at least 1h, got %s", c.LogRetention)
+	}
+	if c.DomainClaimTTL < time.Hour {
+		bad("domain-claim-ttl", "must be at least 1h, got %s", c.DomainClaimTTL)
+	}
+	if c.TrackingPerAddressPerMinute < 1 {
+		bad("tracking-per-address-per-minute", "must be at least 1, got %d", c.TrackingPerAddressPerMinute)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		bad("log-format", "want text or json, got %q", c.LogFormat)

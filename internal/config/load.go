@@ -71,6 +71,17 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 		}
 		return err
 	})
+	fs.Func("domain-claim-ttl", "how long an unverified domain claim lasts before it is deleted, e.g. 72h or 3d (default 72h)", func(s string) error {
+		d, err := parseDays(s)
+		if err == nil {
+			cfg.DomainClaimTTL = d
+		}
+		return err
+	})
+	fs.IntVar(&cfg.TrackingPerAddressPerMinute, "tracking-per-address-per-minute", cfg.TrackingPerAddressPerMinute,
+		"opens, clicks and unsubscribes one client address may record a minute; past it tracking answers but records nothing")
+	fs.BoolVar(&cfg.ValidationSharedHistory, "validation-shared-history", false,
+		"let every account's bounces and complaints inform every account's validation (one organisation per server)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long in-flight requests may take on SIGTERM")
 	return l
 }

@@ -3,9 +3,14 @@
 // lookups, delivery settings, and the optional tracking and authentication
 // domains.
 //
-// A domain belongs to exactly one account. Every lookup on behalf of an
-// account goes through Owned, which answers NotFound for a domain that
-// exists but belongs to someone else, so existence never leaks.
+// A domain row is one account's claim on a name. An unverified claim
+// reserves nothing: several accounts may claim the same name, each with its
+// own DKIM key (its verification record), and the first to verify owns the
+// name; the other claims then end, and unverified claims expire after
+// Config.ClaimTTL. A name verified by one account is refused to the others
+// with a message that names no account. Every lookup on behalf of an
+// account goes through Owned, which finds only that account's claim, so
+// another account's domains never show.
 package domain
 
 import (
@@ -52,6 +57,11 @@ type Domain struct {
 	TrackingDomain string // empty when none
 	AuthDomain     string // empty when none
 	Tracking       Tracking
+	// ClaimExpiresAt is when an unverified claim lapses (nil once verified).
+	ClaimExpiresAt *time.Time
+	// ClaimEnded says why the claim ended ("" while it stands): another
+	// account verified the name first.
+	ClaimEnded string
 	// Unreadable is set when a sealed secret (the DKIM key, the relay
 	// password) could not be decrypted with this process's secret key; it
 	// says which. Such a domain is listed and shown, but cannot send or be
@@ -81,16 +91,65 @@ func (d Domain) CheckReadable() error {
 // Verified reports whether the domain passed verification.
 func (d Domain) Verified() bool { return d.VerifiedAt != nil }
 
+// Claim states, as the API shows them.
+const (
+	ClaimVerified = "verified" // the account owns the name
+	ClaimPending  = "pending"  // unverified; expires at ClaimExpiresAt
+	ClaimEnded    = "ended"    // another account verified the name first
+)
+
+// ClaimStatus is the state of the account's claim on the name.
+func (d Domain) ClaimStatus() string {
+	switch {
+	case d.Verified():
+		return ClaimVerified
+	case d.ClaimEnded != "":
+		return ClaimEnded
+	default:
+		return ClaimPending
+	}
+}
+
+// Expired reports whether an unverified claim has lapsed at now.
+func (d Domain) Expired(now time.Time) bool {
+	return !d.Verified() && d.ClaimExpiresAt != nil && !now.Before(*d.ClaimExpiresAt)
+}
+
+// CheckClaim refuses changes to a claim that ended: the name is another
+// account's now, and only deleting the claim is left to do.
+func (d Domain) CheckClaim() error {
+	if d.ClaimStatus() != ClaimEnded {
+		return nil
+	}
+	return apperr.Errorf(apperr.Conflict, "Your claim on %s has ended: %s. Delete the domain from your account.", d.Name, d.ClaimEnded)
+}
+
 // Store is the storage the domain service needs. Missing rows are
 // apperr.NotFound; a name taken is apperr.Conflict.
 type Store interface {
+	// CreateDomain stores a claim; Conflict when the account already has
+	// one on the name.
 	CreateDomain(ctx context.Context, d Domain) (Domain, error)
-	DomainByName(ctx context.Context, name string) (Domain, error)
+	// DomainsByName returns every account's claim on name.
+	DomainsByName(ctx context.Context, name string) ([]Domain, error)
+	// AccountDomain returns accountID's claim on name.
+	AccountDomain(ctx context.Context, accountID int64, name string) (Domain, error)
 	DomainByID(ctx context.Context, id int64) (Domain, error)
 	ListDomains(ctx context.Context, accountID int64) ([]Domain, error)
-	// UpdateDomain writes verification, delivery, tracking and auth fields.
+	// UpdateDomain writes verification, claim, delivery, tracking and auth
+	// fields. Conflict when the domain is verified and its name, tracking
+	// or authentication host is another verified domain's.
 	UpdateDomain(ctx context.Context, d Domain) error
+	// VerifyDomain marks d verified (d.VerifiedAt set) and ends the other
+	// accounts' claims on its name with reason, in one transaction;
+	// Conflict when another verified domain holds the name or a host.
+	VerifyDomain(ctx context.Context, d Domain, reason string) error
+	// HostHolder returns the account of the verified domain whose name,
+	// tracking host or authentication host is host (0 when none).
+	HostHolder(ctx context.Context, host string) (int64, error)
 	DeleteDomain(ctx context.Context, id int64) error
+	// DeleteExpiredClaims deletes unverified claims that lapsed before now.
+	DeleteExpiredClaims(ctx context.Context, now time.Time) (int64, error)
 }
 
 // Resolver is the DNS the verifier needs.

@@ -61,6 +61,17 @@ func (s *Service) Records(d Domain) []Record {
 // required ones are in place; otherwise it clears verification. With force,
 // the operator marks it verified without looking anything up.
 func (s *Service) Verify(ctx context.Context, d Domain, force bool) (Domain, []Record, error) {
+	if err := d.CheckClaim(); err != nil {
+		return d, nil, err
+	}
+	for _, h := range []struct{ host, what string }{{d.Name, "domain"}, {d.TrackingDomain, "tracking host"}, {d.AuthDomain, "authentication host"}} {
+		if h.host == "" {
+			continue
+		}
+		if err := s.checkHost(ctx, d.AccountID, h.host, h.what); err != nil {
+			return d, nil, err
+		}
+	}
 	recs := s.Records(d)
 	ok := true
 	if !force {
@@ -74,12 +85,15 @@ func (s *Service) Verify(ctx context.Context, d Domain, force bool) (Domain, []R
 			}
 		}
 	}
+	now := s.cfg.Now().UTC()
 	if ok {
-		now := s.cfg.Now().UTC()
-		d.VerifiedAt = &now
-	} else {
-		d.VerifiedAt = nil
+		d.VerifiedAt, d.ClaimExpiresAt = &now, nil
+		return d, recs, s.store.VerifyDomain(ctx, d, "another account verified "+d.Name+" first")
 	}
+	// A domain that was verified keeps no expiry when its records go away:
+	// it has a log and settings worth keeping, and, unverified, it reserves
+	// nothing either.
+	d.VerifiedAt = nil
 	return d, recs, s.store.UpdateDomain(ctx, d)
 }
 

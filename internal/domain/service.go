@@ -26,7 +26,9 @@ type Config struct {
 	// address's host); no tenant may claim them.
 	ServiceHosts []string
 	DKIMKeyBits  int // default 2048
-	Now          func() time.Time
+	// ClaimTTL is how long an unverified claim lasts (default 72 h).
+	ClaimTTL time.Duration
+	Now      func() time.Time
 }
 
 // Service is the domain capability.
@@ -45,6 +47,9 @@ func NewService(store Store, resolver Resolver, cfg Config) *Service {
 	if cfg.DKIMKeyBits == 0 {
 		cfg.DKIMKeyBits = 2048
 	}
+	if cfg.ClaimTTL <= 0 {
+		cfg.ClaimTTL = 72 * time.Hour
+	}
 	if cfg.SPFRecord == "" {
 		cfg.SPFRecord = "v=spf1 a mx ~all"
 	}
@@ -60,7 +65,9 @@ type AddParams struct {
 	Trusted bool
 }
 
-// Add creates a domain with a fresh DKIM key.
+// Add creates the account's claim on a domain, with a fresh DKIM key. It
+// reserves nothing until verified; a name another account has verified is
+// refused, and an account's own ended claim is replaced.
 func (s *Service) Add(ctx context.Context, p AddParams) (Domain, error) {
 	fe := apperr.FieldErrors{}
 	name, err := NormalizeName(p.Name)
@@ -69,6 +76,19 @@ func (s *Service) Add(ctx context.Context, p AddParams) (Domain, error) {
 	}
 	s.checkDelivery(fe, &p.Delivery, p.Trusted)
 	if err := fe.Err(); err != nil {
+		return Domain{}, err
+	}
+	if err := s.checkHost(ctx, p.AccountID, name, "domain"); err != nil {
+		return Domain{}, err
+	}
+	if own, err := s.store.AccountDomain(ctx, p.AccountID, name); err == nil {
+		if own.ClaimStatus() != ClaimEnded && !own.Expired(s.cfg.Now()) {
+			return Domain{}, apperr.Errorf(apperr.Conflict, "domain %s is already in your account", name)
+		}
+		if err := s.store.DeleteDomain(ctx, own.ID); err != nil {
+			return Domain{}, err
+		}
+	} else if apperr.CodeOf(err) != apperr.NotFound {
 		return Domain{}, err
 	}
 	key, err := rsa.GenerateKey(rand.Reader, s.cfg.DKIMKeyBits)
@@ -84,7 +104,9 @@ func (s *Service) Add(ctx context.Context, p AddParams) (Domain, error) {
 		return Domain{}, err
 	}
 	now := s.cfg.Now().UTC()
+	expires := now.Add(s.cfg.ClaimTTL)
 	d, err := s.store.CreateDomain(ctx, Domain{
+		ClaimExpiresAt: &expires,
 		AccountID:      p.AccountID,
 		Name:           name,
 		CreatedAt:      now,
@@ -94,22 +116,23 @@ func (s *Service) Add(ctx context.Context, p AddParams) (Domain, error) {
 		Delivery:       p.Delivery,
 	})
 	if apperr.CodeOf(err) == apperr.Conflict {
-		return Domain{}, apperr.Errorf(apperr.Conflict, "domain %s is already registered", name)
+		return Domain{}, apperr.Errorf(apperr.Conflict, "domain %s is already in your account", name)
 	}
 	return d, err
 }
 
-// Get returns a domain by name, whoever owns it (operator use).
-func (s *Service) Get(ctx context.Context, name string) (Domain, error) {
-	n, err := NormalizeName(name)
+// checkHost refuses host (a domain name, tracking or authentication host)
+// when a verified domain of another account holds it. The message names
+// no account.
+func (s *Service) checkHost(ctx context.Context, accountID int64, host, what string) error {
+	holder, err := s.store.HostHolder(ctx, host)
 	if err != nil {
-		return Domain{}, apperr.Errorf(apperr.NotFound, "domain %s not found", name)
+		return err
 	}
-	d, err := s.store.DomainByName(ctx, n)
-	if apperr.CodeOf(err) == apperr.NotFound {
-		return Domain{}, apperr.Errorf(apperr.NotFound, "domain %s not found", name)
+	if holder != 0 && holder != accountID {
+		return apperr.Errorf(apperr.Conflict, "%s %s is verified by another account", what, host)
 	}
-	return d, err
+	return nil
 }
 
 // ByID returns a domain by id (the delivery workers' lookup).
@@ -121,19 +144,90 @@ func (s *Service) ByID(ctx context.Context, id int64) (Domain, error) {
 // the caller's, so the two cannot be told apart.
 const NotOwnedMessage = "Domain not found or not owned by user"
 
-// Owned returns the domain when accountID owns it, else NotFound (the same
-// answer as for a domain that does not exist).
+// Owned returns accountID's claim on name, else NotFound (the same answer
+// as for a domain that does not exist, or another account's). An expired
+// claim is gone.
 func (s *Service) Owned(ctx context.Context, accountID int64, name string) (Domain, error) {
-	d, err := s.Get(ctx, name)
-	if apperr.CodeOf(err) == apperr.NotFound || (err == nil && d.AccountID != accountID) {
+	n, err := NormalizeName(name)
+	if err != nil {
+		return Domain{}, apperr.Errorf(apperr.NotFound, NotOwnedMessage)
+	}
+	d, err := s.store.AccountDomain(ctx, accountID, n)
+	if apperr.CodeOf(err) == apperr.NotFound || (err == nil && d.Expired(s.cfg.Now())) {
 		return Domain{}, apperr.Errorf(apperr.NotFound, NotOwnedMessage)
 	}
 	return d, err
 }
 
-// List returns an account's domains, by name.
+// ForOperator finds a domain for the operator's CLI: login's claim when
+// login is given, else the one standing claim on the name (verified or
+// pending). When several accounts claim it, the error lists their logins,
+// which the operator may see.
+func (s *Service) ForOperator(ctx context.Context, name, login string, loginOf func(ctx context.Context, accountID int64) (string, error)) (Domain, error) {
+	n, err := NormalizeName(name)
+	if err != nil {
+		return Domain{}, apperr.Errorf(apperr.NotFound, "domain %s not found", name)
+	}
+	all, err := s.store.DomainsByName(ctx, n)
+	if err != nil {
+		return Domain{}, err
+	}
+	var standing []Domain
+	var logins []string
+	for _, d := range all {
+		l := fmt.Sprintf("account %d", d.AccountID)
+		if loginOf != nil {
+			if l, err = loginOf(ctx, d.AccountID); err != nil {
+				return Domain{}, err
+			}
+		}
+		if login != "" {
+			if strings.EqualFold(l, login) {
+				return d, nil
+			}
+			continue
+		}
+		if d.ClaimStatus() != ClaimEnded && !d.Expired(s.cfg.Now()) {
+			standing = append(standing, d)
+			logins = append(logins, l)
+		}
+	}
+	switch {
+	case login != "":
+		return Domain{}, apperr.Errorf(apperr.NotFound, "account %s has no domain %s", login, n)
+	case len(standing) == 1:
+		return standing[0], nil
+	case len(standing) == 0 && len(all) > 0:
+		return Domain{}, apperr.Errorf(apperr.NotFound, "domain %s has only ended or expired claims; name the account with --account", n)
+	case len(standing) == 0:
+		return Domain{}, apperr.Errorf(apperr.NotFound, "domain %s not found", name)
+	}
+	return Domain{}, apperr.Errorf(apperr.Conflict, "domain %s is claimed by several accounts (%s): name one with --account LOGIN",
+		n, strings.Join(logins, ", "))
+}
+
+// Get is ForOperator without a login: the one standing claim on name.
+func (s *Service) Get(ctx context.Context, name string) (Domain, error) {
+	return s.ForOperator(ctx, name, "", nil)
+}
+
+// List returns an account's domains, by name, without expired claims.
 func (s *Service) List(ctx context.Context, accountID int64) ([]Domain, error) {
-	return s.store.ListDomains(ctx, accountID)
+	all, err := s.store.ListDomains(ctx, accountID)
+	now := s.cfg.Now()
+	out := all[:0]
+	for _, d := range all {
+		if !d.Expired(now) {
+			out = append(out, d)
+		}
+	}
+	return out, err
+}
+
+// DeleteExpiredClaims removes unverified claims past their time, with
+// what was stored under them (serve runs it periodically).
+func (s *Service) DeleteExpiredClaims(ctx context.Context) (int64, error) {
+	return s.store.DeleteExpiredClaims(ctx, s.cfg.Now())
 }
 
 // Remove deletes a domain.
@@ -144,6 +238,9 @@ func (s *Service) Remove(ctx context.Context, d Domain) error { return s.store.D
 func (s *Service) SetTracking(ctx context.Context, d Domain, host string) (Domain, error) {
 	h, err := s.subdomainOrEmpty("host", d, host)
 	if err != nil {
+		return d, err
+	}
+	if err := s.checkNewHost(ctx, d, h, "tracking host"); err != nil {
 		return d, err
 	}
 	d.TrackingDomain = h
@@ -157,8 +254,23 @@ func (s *Service) SetAuth(ctx context.Context, d Domain, host string) (Domain, e
 	if err != nil {
 		return d, err
 	}
+	if err := s.checkNewHost(ctx, d, h, "authentication host"); err != nil {
+		return d, err
+	}
 	d.AuthDomain = h
 	return d, s.store.UpdateDomain(ctx, d)
+}
+
+// checkNewHost refuses changes to an ended claim and a host another
+// account has verified.
+func (s *Service) checkNewHost(ctx context.Context, d Domain, host, what string) error {
+	if host == "" {
+		return nil // removing is always allowed
+	}
+	if err := d.CheckClaim(); err != nil {
+		return err
+	}
+	return s.checkHost(ctx, d.AccountID, host, what)
 }
 
 // subdomainOrEmpty checks a tracking or authentication host: a name
@@ -186,12 +298,18 @@ func (s *Service) subdomainOrEmpty(field string, d Domain, host string) (string,
 
 // SetTrackingOptions replaces the tracking switches.
 func (s *Service) SetTrackingOptions(ctx context.Context, d Domain, t Tracking) (Domain, error) {
+	if err := d.CheckClaim(); err != nil {
+		return d, err
+	}
 	d.Tracking = t
 	return d, s.store.UpdateDomain(ctx, d)
 }
 
 // SetDelivery replaces the delivery settings.
 func (s *Service) SetDelivery(ctx context.Context, d Domain, del Delivery, trusted bool) (Domain, error) {
+	if err := d.CheckClaim(); err != nil {
+		return d, err
+	}
 	fe := apperr.FieldErrors{}
 	s.checkDelivery(fe, &del, trusted)
 	if err := fe.Err(); err != nil {

@@ -21,9 +21,19 @@ type domainJSON struct {
 	Tracking       domain.Tracking `json:"tracking"`
 	DKIMSelector   string          `json:"dkim_selector"`
 	DNSRecords     []domain.Record `json:"dns_records"`
+	Claim          claimJSON       `json:"claim"`
 	// Unreadable says which secret the server could not decrypt (set only
 	// then); such a domain cannot send until the operator fixes the key.
 	Unreadable string `json:"unreadable,omitempty"`
+}
+
+// claimJSON is the state of the account's claim on the name: pending
+// until verified (and deleted at expires_at), verified, or ended when
+// another account verified the name first.
+type claimJSON struct {
+	Status    string  `json:"status"`
+	ExpiresAt *string `json:"expires_at"`
+	Reason    string  `json:"reason,omitempty"`
 }
 
 type deliveryJSON struct {
@@ -55,6 +65,11 @@ func (s *Server) domainView(d domain.Domain, recs []domain.Record) domainJSON {
 			User: d.Delivery.User, PasswordSet: d.Delivery.Password != "", TLS: d.Delivery.TLS},
 		TrackingDomain: optional(d.TrackingDomain), AuthDomain: optional(d.AuthDomain), Tracking: d.Tracking,
 		DKIMSelector: d.DKIMSelector, DNSRecords: recs, Unreadable: d.Unreadable,
+		Claim: claimJSON{Status: d.ClaimStatus(), Reason: d.ClaimEnded},
+	}
+	if d.ClaimExpiresAt != nil && !d.Verified() {
+		t := timeJSON(*d.ClaimExpiresAt)
+		v.Claim.ExpiresAt = &t
 	}
 	if d.VerifiedAt != nil {
 		t := timeJSON(*d.VerifiedAt)
@@ -78,7 +93,8 @@ func (s *Server) handleCreateDomain(w http.ResponseWriter, r *http.Request, p ac
 		return err
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"success": true,
-		"message": fmt.Sprintf("Domain %s added. Publish the DNS records, then verify it.", d.Name), "data": s.domainView(d, nil)})
+		"message": fmt.Sprintf("Domain %s added. Publish the DNS records, then verify it before %s: until then the name is not reserved.",
+			d.Name, d.ClaimExpiresAt.UTC().Format(time.RFC1123)), "data": s.domainView(d, nil)})
 	return nil
 }
 

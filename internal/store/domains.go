@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
+	"time"
 
 	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/domain"
@@ -23,28 +25,29 @@ var _ domain.Store = Domains{}
 func NewDomains(db *DB, box *secret.Box) Domains { return Domains{db: db, box: box} }
 
 const domainCols = `id, account_id, name, created_at, verified_at, dkim_selector, dkim_key, dkim_public,
-	delivery_mode, smtp_host, smtp_port, smtp_user, smtp_password, smtp_tls, tracking_domain, auth_domain, track_opens, track_clicks, track_unsubscribe`
+	delivery_mode, smtp_host, smtp_port, smtp_user, smtp_password, smtp_tls, tracking_domain, auth_domain, track_opens, track_clicks, track_unsubscribe,
+	claim_expires_at, claim_ended`
 
 // CreateDomain implements domain.Store.
 func (s Domains) CreateDomain(ctx context.Context, d domain.Domain) (domain.Domain, error) {
 	err := s.db.w.QueryRowContext(ctx, `INSERT INTO domains (account_id, name, created_at, verified_at,
 		dkim_selector, dkim_key, dkim_public, delivery_mode, smtp_host, smtp_port, smtp_user, smtp_password,
-		smtp_tls, tracking_domain, auth_domain)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
-		d.AccountID, d.Name, ms(d.CreatedAt), msPtr(d), d.DKIMSelector, s.box.Seal(d.DKIMPrivateKey), d.DKIMPublicKey,
+		smtp_tls, tracking_domain, auth_domain, claim_expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id`,
+		d.AccountID, d.Name, ms(d.CreatedAt), msPtr(d.VerifiedAt), d.DKIMSelector, s.box.Seal(d.DKIMPrivateKey), d.DKIMPublicKey,
 		d.Delivery.Mode, d.Delivery.Host, d.Delivery.Port, d.Delivery.User, s.sealPassword(d.Delivery.Password),
-		d.Delivery.TLS, d.TrackingDomain, d.AuthDomain).Scan(&d.ID)
+		d.Delivery.TLS, d.TrackingDomain, d.AuthDomain, msPtr(d.ClaimExpiresAt)).Scan(&d.ID)
 	if isUnique(err) {
 		return d, apperr.Errorf(apperr.Conflict, "domain exists")
 	}
 	return d, notFound(err, "domain")
 }
 
-func msPtr(d domain.Domain) any {
-	if d.VerifiedAt == nil {
+func msPtr(t *time.Time) any {
+	if t == nil {
 		return nil
 	}
-	return ms(*d.VerifiedAt)
+	return ms(*t)
 }
 
 func (s Domains) sealPassword(p string) string {
@@ -57,15 +60,16 @@ func (s Domains) sealPassword(p string) string {
 func (s Domains) scan(row interface{ Scan(...any) error }) (domain.Domain, error) {
 	var d domain.Domain
 	var created int64
-	var verified sql.NullInt64
+	var verified, expires sql.NullInt64
 	var key, password string
 	err := row.Scan(&d.ID, &d.AccountID, &d.Name, &created, &verified, &d.DKIMSelector, &key, &d.DKIMPublicKey,
 		&d.Delivery.Mode, &d.Delivery.Host, &d.Delivery.Port, &d.Delivery.User, &password, &d.Delivery.TLS,
-		&d.TrackingDomain, &d.AuthDomain, &d.Tracking.Opens, &d.Tracking.Clicks, &d.Tracking.Unsubscribe)
+		&d.TrackingDomain, &d.AuthDomain, &d.Tracking.Opens, &d.Tracking.Clicks, &d.Tracking.Unsubscribe,
+		&expires, &d.ClaimEnded)
 	if err != nil {
 		return d, err
 	}
-	d.CreatedAt, d.VerifiedAt = fromMS(created), nullMS(verified)
+	d.CreatedAt, d.VerifiedAt, d.ClaimExpiresAt = fromMS(created), nullMS(verified), nullMS(expires)
 	// A secret that does not open marks the domain instead of failing the
 	// read: one such row must not turn its account's list into an error.
 	if d.DKIMPrivateKey, err = s.box.Open(key); err != nil {
@@ -81,9 +85,15 @@ func (s Domains) scan(row interface{ Scan(...any) error }) (domain.Domain, error
 	return d, nil
 }
 
-// DomainByName implements domain.Store.
-func (s Domains) DomainByName(ctx context.Context, name string) (domain.Domain, error) {
-	d, err := s.scan(s.db.r.QueryRowContext(ctx, `SELECT `+domainCols+` FROM domains WHERE name = $1`, name))
+// DomainsByName implements domain.Store.
+func (s Domains) DomainsByName(ctx context.Context, name string) ([]domain.Domain, error) {
+	return s.list(ctx, `SELECT `+domainCols+` FROM domains WHERE name = $1 ORDER BY id`, name)
+}
+
+// AccountDomain implements domain.Store.
+func (s Domains) AccountDomain(ctx context.Context, accountID int64, name string) (domain.Domain, error) {
+	d, err := s.scan(s.db.r.QueryRowContext(ctx, `SELECT `+domainCols+` FROM domains WHERE account_id = $1 AND name = $2`,
+		accountID, name))
 	return d, notFound(err, "domain")
 }
 
@@ -95,7 +105,11 @@ func (s Domains) DomainByID(ctx context.Context, id int64) (domain.Domain, error
 
 // ListDomains implements domain.Store.
 func (s Domains) ListDomains(ctx context.Context, accountID int64) ([]domain.Domain, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT `+domainCols+` FROM domains WHERE account_id = $1 ORDER BY name`, accountID)
+	return s.list(ctx, `SELECT `+domainCols+` FROM domains WHERE account_id = $1 ORDER BY name`, accountID)
+}
+
+func (s Domains) list(ctx context.Context, query string, args ...any) ([]domain.Domain, error) {
+	rows, err := s.db.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, notFound(err, "domains")
 	}
@@ -117,18 +131,62 @@ func (s Domains) UpdateDomain(ctx context.Context, d domain.Domain) error {
 	if err := d.CheckReadable(); err != nil {
 		return err
 	}
-	return exec1(ctx, s.db.w, "domain", `UPDATE domains SET verified_at = $2, delivery_mode = $3, smtp_host = $4,
+	return s.update(ctx, s.db.w, d)
+}
+
+func (s Domains) update(ctx context.Context, q Querier, d domain.Domain) error {
+	err := exec1(ctx, q, "domain", `UPDATE domains SET verified_at = $2, delivery_mode = $3, smtp_host = $4,
 		smtp_port = $5, smtp_user = $6, smtp_password = $7, smtp_tls = $8, tracking_domain = $9, auth_domain = $10,
-		track_opens = $11, track_clicks = $12, track_unsubscribe = $13
+		track_opens = $11, track_clicks = $12, track_unsubscribe = $13, claim_expires_at = $14, claim_ended = $15
 		WHERE id = $1`,
-		d.ID, msPtr(d), d.Delivery.Mode, d.Delivery.Host, d.Delivery.Port, d.Delivery.User,
+		d.ID, msPtr(d.VerifiedAt), d.Delivery.Mode, d.Delivery.Host, d.Delivery.Port, d.Delivery.User,
 		s.sealPassword(d.Delivery.Password), d.Delivery.TLS, d.TrackingDomain, d.AuthDomain,
-		b2i(d.Tracking.Opens), b2i(d.Tracking.Clicks), b2i(d.Tracking.Unsubscribe))
+		b2i(d.Tracking.Opens), b2i(d.Tracking.Clicks), b2i(d.Tracking.Unsubscribe), msPtr(d.ClaimExpiresAt), d.ClaimEnded)
+	if isUnique(err) {
+		return apperr.Errorf(apperr.Conflict, "a name of domain %s is verified by another account", d.Name)
+	}
+	return err
+}
+
+// VerifyDomain implements domain.Store. The unique indexes on verified
+// names and hosts decide a race between two accounts verifying at once.
+func (s Domains) VerifyDomain(ctx context.Context, d domain.Domain, reason string) error {
+	if err := d.CheckReadable(); err != nil {
+		return err
+	}
+	return s.db.InTx(ctx, func(q Querier) error {
+		if err := s.update(ctx, q, d); err != nil {
+			return err
+		}
+		_, err := q.ExecContext(ctx, `UPDATE domains SET claim_ended = $3
+			WHERE name = $1 AND id <> $2 AND verified_at IS NULL AND claim_ended = ''`, d.Name, d.ID, reason)
+		return notFound(err, "domain claims")
+	})
+}
+
+// HostHolder implements domain.Store.
+func (s Domains) HostHolder(ctx context.Context, host string) (int64, error) {
+	var account int64
+	err := s.db.r.QueryRowContext(ctx, `SELECT account_id FROM domains WHERE verified_at IS NOT NULL
+		AND (name = $1 OR tracking_domain = $1 OR auth_domain = $1) LIMIT 1`, host).Scan(&account)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return account, notFound(err, "domain")
 }
 
 // DeleteDomain implements domain.Store.
 func (s Domains) DeleteDomain(ctx context.Context, id int64) error {
 	return exec1(ctx, s.db.w, "domain", `DELETE FROM domains WHERE id = $1`, id)
+}
+
+// DeleteExpiredClaims implements domain.Store.
+func (s Domains) DeleteExpiredClaims(ctx context.Context, now time.Time) (int64, error) {
+	res, err := s.db.w.ExecContext(ctx, `DELETE FROM domains WHERE verified_at IS NULL AND claim_expires_at <= $1`, ms(now))
+	if err != nil {
+		return 0, notFound(err, "domains")
+	}
+	return res.RowsAffected()
 }
 
 // b2i stores a flag as 0 or 1: the column is INTEGER on both dialects.

@@ -17,28 +17,36 @@ var migrations embed.FS
 // transaction each, numbered alike in both dialects; goose's own lock keeps
 // two processes starting together from both applying them on PostgreSQL.
 func (db *DB) Migrate(ctx context.Context) error {
+	p, err := db.migrations()
+	if err != nil {
+		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	return nil
+}
+
+func (db *DB) migrations() (*goose.Provider, error) {
 	dialect := goose.DialectSQLite3
 	if db.Dialect == Postgres {
 		dialect = goose.DialectPostgres
 	}
 	sub, err := fs.Sub(migrations, "migrations/"+string(db.Dialect))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var opts []goose.ProviderOption
 	if db.Dialect == Postgres {
 		locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 120))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		opts = append(opts, goose.WithSessionLocker(locker))
 	}
 	p, err := goose.NewProvider(dialect, db.w, sub, opts...)
 	if err != nil {
-		return fmt.Errorf("store: migrations: %w", err)
+		return nil, fmt.Errorf("store: migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("store: migrate: %w", err)
-	}
-	return nil
+	return p, nil
 }

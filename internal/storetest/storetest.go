@@ -20,6 +20,7 @@ import (
 func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("Accounts", func(t *testing.T) { t.Parallel(); testAccounts(t, open(t)) })
 	t.Run("Domains", func(t *testing.T) { t.Parallel(); testDomains(t, open(t)) })
+	t.Run("DomainClaims", func(t *testing.T) { t.Parallel(); testDomainClaims(t, open(t)) })
 	t.Run("Suppressions", func(t *testing.T) { t.Parallel(); testSuppressions(t, open(t)) })
 	t.Run("RateCounter", func(t *testing.T) { t.Parallel(); testRateCounter(t, open(t)) })
 	t.Run("Tracking", func(t *testing.T) { t.Parallel(); testTracking(t, open(t)) })
@@ -107,9 +108,9 @@ func testDomains(t *testing.T, db *store.DB) {
 	if bytes.Contains([]byte(raw), []byte("hunter2")) || bytes.Contains([]byte(raw), []byte("private")) {
 		t.Fatalf("secrets stored in clear: %q", raw)
 	}
-	got, err := s.DomainByName(ctx, "example.org")
+	got, err := s.AccountDomain(ctx, a.ID, "example.org")
 	if err != nil || got.Delivery != d.Delivery || string(got.DKIMPrivateKey) != "private" || got.VerifiedAt != nil {
-		t.Fatalf("DomainByName = %+v, %v", got, err)
+		t.Fatalf("AccountDomain = %+v, %v", got, err)
 	}
 	v := now.Add(time.Minute)
 	got.VerifiedAt, got.TrackingDomain, got.AuthDomain = &v, "t.example.org", "a.example.org"
@@ -124,7 +125,7 @@ func testDomains(t *testing.T, db *store.DB) {
 	if err := s.DeleteDomain(ctx, d.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.DomainByName(ctx, "example.org"); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := s.AccountDomain(ctx, a.ID, "example.org"); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("after delete: %v, want not_found", err)
 	}
 }
