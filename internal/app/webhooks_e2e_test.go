@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -217,4 +218,42 @@ func TestWebhookNamesResolveThroughDNSServer(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestWebhookLimitHoldsUnderConcurrentCreates: 25 creates at once for one
+// domain make exactly 10 webhooks; the others are told the limit.
+func TestWebhookLimitHoldsUnderConcurrentCreates(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		env := apitest.Start(t, d, nil)
+		alice := env.NewUser("alice")
+		env.NewDomain(alice, "alice.example")
+		var wg sync.WaitGroup
+		codes := make([]int, 25)
+		bodies := make([]string, 25)
+		for i := range codes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := env.Do(apitest.Request{Method: "POST", Path: "/api/domains/alice.example/webhooks", Auth: alice.Auth(),
+					Body: map[string]any{"url": fmt.Sprintf("https://hooks.example.com/%d", i)}})
+				codes[i], bodies[i] = r.StatusCode, string(r.Body)
+			}()
+		}
+		wg.Wait()
+		created := 0
+		for i, c := range codes {
+			switch {
+			case c == 201:
+				created++
+			case c == 422 && strings.Contains(bodies[i], "at most 10 webhooks"):
+			default:
+				t.Errorf("create %d: %d %s, want 201 or 422 naming the limit", i, c, bodies[i])
+			}
+		}
+		resp := env.Do(apitest.Request{Method: "GET", Path: "/api/domains/alice.example/webhooks", Auth: alice.Auth()})
+		if n := len(resp.JSON["data"].([]any)); created != 10 || n != 10 {
+			t.Fatalf("%d creates answered 201 and the domain has %d webhooks; want 10 and 10", created, n)
+		}
+	})
 }

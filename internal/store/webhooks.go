@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"time"
 
+	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/webhook"
@@ -67,7 +69,7 @@ func (s Webhooks) collect(rows *sql.Rows, err error) ([]webhook.Webhook, error) 
 }
 
 // Create implements webhook.Store.
-func (s Webhooks) Create(ctx context.Context, w webhook.Webhook) (webhook.Webhook, error) {
+func (s Webhooks) Create(ctx context.Context, w webhook.Webhook, max int) (webhook.Webhook, error) {
 	types := make([]string, len(w.EventTypes))
 	for i, t := range w.EventTypes {
 		types[i] = string(t)
@@ -79,10 +81,30 @@ func (s Webhooks) Create(ctx context.Context, w webhook.Webhook) (webhook.Webhoo
 		return w, err
 	}
 	w.Cursor = hi
-	err = s.db.w.QueryRowContext(ctx, `INSERT INTO webhooks (domain_id, url, secret, event_types, last_event_id,
-		next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-		w.DomainID, w.URL, s.box.Seal([]byte(w.Secret)), strings.Join(types, ","), hi, ms(w.NextAttemptAt), ms(w.CreatedAt)).
-		Scan(&w.ID)
+	err = s.db.InTx(ctx, func(q Querier) error {
+		// The domain row's lock serialises creates for one domain on
+		// PostgreSQL (SQLite has one writer), so the count stays true
+		// until the insert commits.
+		if s.db.Dialect == Postgres {
+			if _, err := q.ExecContext(ctx, `SELECT 1 FROM domains WHERE id = $1 FOR UPDATE`, w.DomainID); err != nil {
+				return err
+			}
+		}
+		var n int
+		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM webhooks WHERE domain_id = $1`, w.DomainID).Scan(&n); err != nil {
+			return err
+		}
+		if n >= max {
+			return apperr.Field("url", fmt.Sprintf("a domain may have at most %d webhooks", max))
+		}
+		return q.QueryRowContext(ctx, `INSERT INTO webhooks (domain_id, url, secret, event_types, last_event_id,
+			next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+			w.DomainID, w.URL, s.box.Seal([]byte(w.Secret)), strings.Join(types, ","), hi, ms(w.NextAttemptAt), ms(w.CreatedAt)).
+			Scan(&w.ID)
+	})
+	if _, ok := apperr.As(err); ok {
+		return w, err
+	}
 	return w, notFound(err, "webhook")
 }
 

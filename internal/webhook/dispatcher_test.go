@@ -173,7 +173,7 @@ func testDispatcher(t *testing.T, db *store.DB) {
 	// Quiet webhooks (more than one page of them) never crowd out a busy one.
 	for range 600 {
 		if _, err := st.Create(ctx, webhook.Webhook{DomainID: other.ID, URL: "https://quiet.example/", Secret: "s",
-			CreatedAt: time.Now(), NextAttemptAt: time.Now().Add(-time.Hour)}); err != nil { // due longest: first in line
+			CreatedAt: time.Now(), NextAttemptAt: time.Now().Add(-time.Hour)}, 1000); err != nil { // due longest: first in line
 			t.Fatal(err)
 		}
 	}

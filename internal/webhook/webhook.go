@@ -42,7 +42,10 @@ func (w Webhook) Wants(t event.Type) bool {
 type Store interface {
 	// Create stores w with its cursor at the domain's log horizon (its
 	// newest entry that can no longer be preceded by one still committing).
-	Create(ctx context.Context, w Webhook) (Webhook, error)
+	// Create stores w unless its domain has max webhooks already (then an
+	// apperr.Invalid naming "url"); the count and the insert are atomic, so
+	// concurrent creates cannot pass the limit together.
+	Create(ctx context.Context, w Webhook, max int) (Webhook, error)
 	List(ctx context.Context, domainID int64) ([]Webhook, error)
 	Delete(ctx context.Context, domainID, id int64) error
 	// Due lists up to limit webhooks whose next attempt is due and that no
@@ -147,18 +150,11 @@ func (s *Service) Create(ctx context.Context, domainID int64, rawURL string, typ
 	if err := fe.Err(); err != nil {
 		return Webhook{}, err
 	}
-	existing, err := s.store.List(ctx, domainID)
-	if err != nil {
-		return Webhook{}, err
-	}
-	if len(existing) >= MaxPerDomain {
-		return Webhook{}, apperr.Field("url", fmt.Sprintf("a domain may have at most %d webhooks", MaxPerDomain))
-	}
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	now := s.now().UTC()
 	return s.store.Create(ctx, Webhook{DomainID: domainID, URL: u.String(), Secret: "whsec_" + hex.EncodeToString(secret),
-		EventTypes: ets, CreatedAt: now, NextAttemptAt: now})
+		EventTypes: ets, CreatedAt: now, NextAttemptAt: now}, MaxPerDomain)
 }
 
 func typeList() string {
