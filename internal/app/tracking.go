@@ -1,7 +1,10 @@
 package app
 
 import (
+	"context"
 	"crypto/sha256"
+	"net/netip"
+	"time"
 
 	"github.com/postline/postline/internal/inbound"
 	"github.com/postline/postline/internal/store"
@@ -22,12 +25,28 @@ func (a *App) openTracking(secretKey []byte) error {
 	st := store.NewTracking(a.DB)
 	a.Tracking = tracking.NewService(st, a.Events, a.TrackingSigner, nil)
 	a.Tracking.ServeOn(publicHost(a.Config.EffectivePublicURL()), listenHost(a.Config.Addr))
+	perMinute := a.Config.TrackingPerAddressPerMinute
+	a.Tracking.LimitAddresses(func(ctx context.Context, ip string) bool {
+		r, err := a.Limiter.Allow(ctx, "track:"+addressKey(ip), perMinute, time.Minute)
+		return err != nil || r.Allowed // a counter that fails must not lose real opens
+	})
 	if a.Config.SMTPListen != "" {
 		a.Inbound = inbound.New(inbound.Config{Domain: a.Config.HeloName, VERPKey: verpKey(secretKey),
 			MaxMessageBytes: a.Config.SMTPMaxBytes, Registerer: a.Registry,
 			Signer: a.TrackingSigner, Logger: a.Logger}, st, a.Events)
 	}
 	return nil
+}
+
+// addressKey is the unit a client address is limited by: the address
+// for IPv4, its /64 for IPv6 (one subscriber's allocation).
+func addressKey(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || a.Is4() || a.Is4In6() {
+		return ip
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
 }
 
 // verpKey signs bounce addresses: the workers make them, the inbound

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/url"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"github.com/emersion/go-message/mail"
 
 	"github.com/postline/postline/internal/apitest"
+	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/store"
 )
@@ -196,14 +198,19 @@ func TestTrackingOpensClicksUnsubscribe(t *testing.T) {
 		if r := e.hit(t, "POST", unsub, "", "List-Unsubscribe=One-Click"); r.StatusCode != 200 {
 			t.Fatalf("one-click: %d %s", r.StatusCode, r.Body)
 		}
-		// A second one-click at once (a retry) is written too: unsubscribing is
-		// never skipped as a repeat.
-		if r := e.hit(t, "POST", unsub, "", "List-Unsubscribe=One-Click"); r.StatusCode != 200 {
-			t.Fatalf("second one-click: %d %s", r.StatusCode, r.Body)
+		// Repeats (mail clients retry, people click twice) are answered
+		// the same but logged once.
+		for i := 0; i < 19; i++ {
+			if r := e.hit(t, "POST", unsub, "", "List-Unsubscribe=One-Click"); r.StatusCode != 200 {
+				t.Fatalf("one-click %d: %d %s", i+2, r.StatusCode, r.Body)
+			}
+		}
+		if r := e.hit(t, "GET", unsub, browserUA, ""); r.StatusCode != 200 {
+			t.Fatalf("unsubscribe page after unsubscribing: %d", r.StatusCode)
 		}
 		un := e.entries(t, "ann@rcpt.example.net", event.Unsubscribed)
-		if len(un) != 2 || det(un[1])("source") != "one_click" || det(un[1])("first") != true || det(un[0])("first") != false {
-			t.Fatalf("unsubscribed = %+v", un)
+		if len(un) != 1 || det(un[0])("source") != "one_click" || det(un[0])("first") != true {
+			t.Fatalf("after twenty one-click unsubscribes: %d entries %+v, want one", len(un), un)
 		}
 		resp = e.Do(apitest.Request{Method: "GET", Path: "/api/domains/shop.example.com/suppressions/unsubscribes", Auth: e.user.Auth()})
 		if data, _ := resp.JSON["data"].([]any); len(data) != 1 || data[0].(map[string]any)["recipient"] != "ann@rcpt.example.net" {
@@ -216,4 +223,36 @@ func TestTrackingOpensClicksUnsubscribe(t *testing.T) {
 			t.Fatalf("chain after unsubscribe: %v", c)
 		}
 	})
+}
+
+// TestTrackingPerAddressLimit: past --tracking-per-address-per-minute one
+// client address still gets the image and the redirect, but its opens and
+// clicks are no longer recorded; another address still is.
+func TestTrackingPerAddressLimit(t *testing.T) {
+	t.Parallel()
+	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.TrackingPerAddressPerMinute = 3 })
+	e.Do(apitest.Request{Method: "PUT", Path: "/api/domains/shop.example.com/tracking", Auth: e.user.Auth(),
+		Body: map[string]bool{"opens": true, "clicks": true}})
+	html := `<html><body><a href="https://landing.example/a">A</a></body></html>`
+	if resp := e.send(t, append(basicParts("ann@rcpt.example.net"), part{name: "html", value: html}), nil); resp.StatusCode != 202 {
+		t.Fatalf("send: %d %s", resp.StatusCode, resp.Body)
+	}
+	msgs, err := e.sink.WaitForMessages(ctxTimeout(t, 15*time.Second), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := readReceived(t, msgs[0].Data)
+	for i := 0; i < 6; i++ { // distinct user agents: not repeats of one another
+		ua := fmt.Sprintf("%s #%d", browserUA, i)
+		if r := e.hit(t, "GET", m.pixel, ua, ""); r.StatusCode != 200 || r.Header.Get("Content-Type") != "image/gif" {
+			t.Fatalf("open %d: %d %s, want the image every time", i, r.StatusCode, r.Header.Get("Content-Type"))
+		}
+		if r := e.hit(t, "GET", m.clicks[0], ua, ""); r.StatusCode != 302 || r.Header.Get("Location") != "https://landing.example/a" {
+			t.Fatalf("click %d: %d %q, want the redirect every time", i, r.StatusCode, r.Header.Get("Location"))
+		}
+	}
+	opens, clicks := e.entries(t, "ann@rcpt.example.net", event.Opened), e.entries(t, "ann@rcpt.example.net", event.Clicked)
+	if len(opens)+len(clicks) != 3 {
+		t.Fatalf("%d opens and %d clicks recorded from one address, want 3 in all (the limit)", len(opens), len(clicks))
+	}
 }

@@ -33,7 +33,8 @@ func (s Tracking) SendHTML(ctx context.Context, sendID int64) (string, error) {
 
 // markColumns are the only columns Record writes a marker to; the name
 // goes into SQL text, so it must come from this set.
-var markColumns = map[tracking.Column]bool{tracking.OpenedAt: true, tracking.ClickedAt: true, tracking.UnsubscribedAt: true}
+var markColumns = map[tracking.Column]bool{tracking.OpenedAt: true, tracking.ClickedAt: true, tracking.UnsubscribedAt: true,
+	tracking.ComplainedAt: true}
 
 // Record implements tracking.Store.
 func (s Tracking) Record(ctx context.Context, m tracking.Mark) (bool, error) {

@@ -33,6 +33,7 @@ const (
 	OpenedAt       Column = "opened_at"
 	ClickedAt      Column = "clicked_at"
 	UnsubscribedAt Column = "unsubscribed_at"
+	ComplainedAt   Column = "complained_at"
 )
 
 // Mark is one piece of feedback about a delivery, recorded in one
@@ -87,7 +88,16 @@ type Service struct {
 	hosts  hostCache
 	repeat repeatCache
 	own    map[string]bool // the service's own host names (ServeOn)
+	// allow says whether a client address may still record (LimitAddresses).
+	allow func(ctx context.Context, ip string) bool
 }
+
+// LimitAddresses makes opens and clicks from an address that allow
+// refuses answer as usual but record nothing: one client replaying
+// tracking URLs cannot flood an account's log and counts. Unsubscribes
+// are not limited: each is logged once per delivery anyway, and a
+// recipient's request to stop mail must never be dropped.
+func (s *Service) LimitAddresses(allow func(ctx context.Context, ip string) bool) { s.allow = allow }
 
 // NewService returns a Service; events may be nil (no live-tail wake-ups).
 func NewService(st Store, events *event.Service, signer Signer, now func() time.Time) *Service {
@@ -116,7 +126,7 @@ func (s *Service) target(ctx context.Context, k Kind, text string) (Token, Targe
 // Open records an open of the message the token names.
 func (s *Service) Open(ctx context.Context, text string, c Client) error {
 	_, t, err := s.target(ctx, Open, text)
-	if err != nil || c.Probe {
+	if err != nil || c.Probe || !s.allowed(ctx, c) {
 		return err
 	}
 	details := clientDetails(c)
@@ -141,7 +151,7 @@ func (s *Service) Click(ctx context.Context, text string, c Client) (string, err
 	if tok.Link >= len(links) {
 		return "", errUnknown
 	}
-	if c.Probe {
+	if c.Probe || !s.allowed(ctx, c) {
 		return links[tok.Link], nil
 	}
 	details := clientDetails(c)
@@ -181,15 +191,24 @@ func (s *Service) UnsubscribeTarget(ctx context.Context, t Target, source string
 
 // UnsubscribeMark is the Mark that unsubscribes t's recipient: an
 // unsubscribe suppression with source, and `unsubscribed` with details
-// (source and first added).
+// (source and first added). Only the first unsubscribe of a delivery is
+// logged (and, apart, its first complaint): people and mail clients
+// repeat them, and the log must say what happened, once.
 func UnsubscribeMark(t Target, source string, details map[string]any, at time.Time) Mark {
 	src := source
 	supp := &suppression.Entry{DomainID: t.DomainID, Type: suppression.Unsubscribe, RecipientType: suppression.Email,
 		Recipient: event.Fold(t.Recipient), Source: &src, CreatedAt: at.UTC()}
 	details["source"] = source
-	return Mark{DeliveryID: t.DeliveryID, Column: UnsubscribedAt, At: at, Suppression: supp,
+	col := UnsubscribedAt
+	if source == "complaint" {
+		col = ComplainedAt
+	}
+	return Mark{DeliveryID: t.DeliveryID, Column: col, At: at, Suppression: supp,
 		Entries: func(first bool) []event.Entry {
-			details["first"] = first
+			if !first {
+				return nil
+			}
+			details["first"] = true
 			return []event.Entry{t.Entry(event.Unsubscribed, at, details)}
 		}}
 }
@@ -226,6 +245,10 @@ func (s *Service) record(ctx context.Context, t Target, col Column, typ event.Ty
 		s.events.Wake(t.DomainID)
 	}
 	return nil
+}
+
+func (s *Service) allowed(ctx context.Context, c Client) bool {
+	return s.allow == nil || s.allow(ctx, c.IP)
 }
 
 func clientDetails(c Client) map[string]any {

@@ -18,3 +18,6 @@ CREATE UNIQUE INDEX domains_verified_auth ON domains (auth_domain) WHERE verifie
 CREATE INDEX domains_name ON domains (name);
 CREATE INDEX domains_claim_expires ON domains (claim_expires_at) WHERE claim_expires_at IS NOT NULL;
 
+-- A complaint about a delivery is logged once, like its unsubscribe
+-- (unsubscribed_at): repeats are answered but not logged again.
+ALTER TABLE deliveries ADD COLUMN complained_at BIGINT;

@@ -60,3 +60,6 @@ PRAGMA foreign_key_check;
 COMMIT;
 PRAGMA foreign_keys = ON;
 
+-- A complaint about a delivery is logged once, like its unsubscribe
+-- (unsubscribed_at): repeats are answered but not logged again.
+ALTER TABLE deliveries ADD COLUMN complained_at INTEGER;
