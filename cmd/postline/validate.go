@@ -67,6 +67,10 @@ func validatorFor(ctx context.Context, x *inv, o app.ValidatorOptions) (*validat
 		a, err := x.app(ctx)
 		if err == nil {
 			v, err := a.NewValidator(o)
+			if err == nil {
+				// The operator sees every account's bounces (AllAccounts).
+				err = a.LoadBounceHistory(ctx)
+			}
 			return v, a, err
 		}
 		p, sqlite := x.cfg.SQLitePath()
@@ -100,7 +104,7 @@ func validateLines(ctx context.Context, x *inv, v *validation.Validator, mode va
 		if len(chunk) == 0 {
 			break
 		}
-		results, sum, err := v.ValidateBatch(ctx, mode, chunk)
+		results, sum, err := v.ValidateBatchAs(ctx, validation.AllAccounts, mode, chunk)
 		if err != nil {
 			return total, err
 		}

@@ -62,8 +62,10 @@ type App struct {
 	// Validator is the address validation pipeline.
 	Validator *validation.Validator
 	lists     *validation.FileLists
-	Limiter   *ratelimit.Limiter
-	Registry  *prometheus.Registry
+	// bounceHistory is the validation's in-memory bounce history (bouncehistory.go).
+	bounceHistory *validation.History
+	Limiter       *ratelimit.Limiter
+	Registry      *prometheus.Registry
 
 	// SecretKey seals DKIM keys, relay passwords and webhook secrets, and
 	// derives the tracking and VERP keys.
@@ -227,6 +229,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopWatch()
 	go a.watchValidationCache(wctx)
 	go a.sweepClaims(wctx)
+	last, err := a.reloadHistory(ctx)
+	if err != nil {
+		return err
+	}
+	go a.followBounceHistory(wctx, last)
 	if err := a.StartWorkers(ctx); err != nil {
 		return err
 	}
@@ -330,7 +337,10 @@ type ValidatorOptions struct {
 // options. Offline ones use no DNS and no shared cache.
 func (a *App) NewValidator(o ValidatorOptions) (*validation.Validator, error) {
 	cfg := validatorConfig(a.Config, a.lists, o)
-	cfg.Bounces = store.NewSuppressions(a.DB)
+	if a.bounceHistory == nil {
+		a.bounceHistory = validation.NewHistory(a.Config.ValidationSharedHistory)
+	}
+	cfg.Bounces = a.bounceHistory
 	if !o.Offline {
 		cfg.Resolver, cfg.Cache = a.Resolver, store.NewValidationCache(a.DB)
 	}

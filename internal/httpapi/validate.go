@@ -21,14 +21,14 @@ const (
 )
 
 func (s *Server) handleValidate(w http.ResponseWriter, r *http.Request, p account.Principal) error {
-	return s.validateOne(w, r, validation.ModeStandard, maxStandardEmail)
+	return s.validateOne(w, r, p, validation.ModeStandard, maxStandardEmail)
 }
 
 func (s *Server) handleValidateStrict(w http.ResponseWriter, r *http.Request, p account.Principal) error {
-	return s.validateOne(w, r, validation.ModeStrict, maxStrictEmail)
+	return s.validateOne(w, r, p, validation.ModeStrict, maxStrictEmail)
 }
 
-func (s *Server) validateOne(w http.ResponseWriter, r *http.Request, mode validation.Mode, maxLen int) error {
+func (s *Server) validateOne(w http.ResponseWriter, r *http.Request, p account.Principal, mode validation.Mode, maxLen int) error {
 	var in struct {
 		Email *json.RawMessage `json:"email"`
 	}
@@ -39,7 +39,7 @@ func (s *Server) validateOne(w http.ResponseWriter, r *http.Request, mode valida
 	if err != nil {
 		return err
 	}
-	res, err := s.Validator.Validate(r.Context(), mode, email)
+	res, err := s.Validator.ValidateAs(r.Context(), p.AccountID, mode, email)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (s *Server) handleValidateBulkStrict(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
-	results, sum, err := s.Validator.ValidateBatch(r.Context(), validation.ModeStrict, emails)
+	results, sum, err := s.Validator.ValidateBatchAs(r.Context(), p.AccountID, validation.ModeStrict, emails)
 	if err != nil {
 		return err
 	}

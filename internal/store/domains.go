@@ -177,7 +177,13 @@ func (s Domains) HostHolder(ctx context.Context, host string) (int64, error) {
 
 // DeleteDomain implements domain.Store.
 func (s Domains) DeleteDomain(ctx context.Context, id int64) error {
-	return exec1(ctx, s.db.w, "domain", `DELETE FROM domains WHERE id = $1`, id)
+	return s.db.InTx(ctx, func(q Querier) error {
+		if err := exec1(ctx, q, "domain", `DELETE FROM domains WHERE id = $1`, id); err != nil {
+			return err
+		}
+		_, err := Meta{db: s.db}.bump(ctx, q, MetaSuppressionsRemoved) // its lists went with it
+		return err
+	})
 }
 
 // DeleteExpiredClaims implements domain.Store.

@@ -37,8 +37,16 @@ func (m Meta) SetIfAbsent(ctx context.Context, name, value string) (string, erro
 // Bump adds one to the counter stored under name (0 when absent) and
 // returns the new value.
 func (m Meta) Bump(ctx context.Context, name string) (int64, error) {
+	return m.bump(ctx, m.db.w, name)
+}
+
+// MetaSuppressionsRemoved counts removals of suppressions (one by one or
+// with their domain): processes reload their in-memory copies when it moves.
+const MetaSuppressionsRemoved = "suppressions-removed"
+
+func (m Meta) bump(ctx context.Context, q Querier, name string) (int64, error) {
 	var v string
-	err := m.db.w.QueryRowContext(ctx, `INSERT INTO meta (name, value) VALUES ($1, '1')
+	err := q.QueryRowContext(ctx, `INSERT INTO meta (name, value) VALUES ($1, '1')
 		ON CONFLICT (name) DO UPDATE SET value = CAST(CAST(meta.value AS BIGINT) + 1 AS TEXT)
 		RETURNING value`, name).Scan(&v)
 	if err != nil {

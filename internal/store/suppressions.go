@@ -116,8 +116,17 @@ func collectSuppressions(rows *sql.Rows) ([]suppression.Entry, error) {
 }
 
 // Delete implements suppression.Store.
+// Removing one bumps the "suppressions-removed" counter, so that every
+// process reloads what it keeps in memory of the lists (the validation's
+// bounce history).
 func (s Suppressions) Delete(ctx context.Context, domainID, id int64) error {
-	return exec1(ctx, s.db.w, "suppression", `DELETE FROM suppressions WHERE id = $1 AND domain_id = $2`, id, domainID)
+	return s.db.InTx(ctx, func(q Querier) error {
+		if err := exec1(ctx, q, "suppression", `DELETE FROM suppressions WHERE id = $1 AND domain_id = $2`, id, domainID); err != nil {
+			return err
+		}
+		_, err := Meta{db: s.db}.bump(ctx, q, MetaSuppressionsRemoved)
+		return err
+	})
 }
 
 // matchChunk bounds the IN list of one query, well under both engines'
@@ -161,13 +170,31 @@ func (s Suppressions) Matching(ctx context.Context, domainID int64, keys []strin
 	return out, nil
 }
 
-// HardBounced implements validation.BounceHistory: whether addr bounced
-// permanently for any domain of this service.
-func (s Suppressions) HardBounced(ctx context.Context, addr string) (bool, error) {
-	var one int
-	err := s.db.r.QueryRowContext(ctx, `SELECT 1 FROM suppressions WHERE type = 'bounce' AND recipient = $1 LIMIT 1`, addr).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+// BounceRow is one address that bounced permanently for an account.
+type BounceRow struct {
+	ID        int64
+	AccountID int64
+	Recipient string
+}
+
+// Bounces returns up to limit bounce suppressions of email addresses with
+// id > afterID, in id order, with the account of their domain: what the
+// validation's in-memory bounce history is built and followed from.
+func (s Suppressions) Bounces(ctx context.Context, afterID int64, limit int) ([]BounceRow, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT s.id, d.account_id, s.recipient FROM suppressions s
+		JOIN domains d ON d.id = s.domain_id
+		WHERE s.type = 'bounce' AND s.recipient_type = 'email' AND s.id > $1 ORDER BY s.id LIMIT $2`, afterID, limit)
+	if err != nil {
+		return nil, notFound(err, "suppressions")
 	}
-	return err == nil, notFound(err, "suppressions")
+	defer rows.Close()
+	var out []BounceRow
+	for rows.Next() {
+		var b BounceRow
+		if err := rows.Scan(&b.ID, &b.AccountID, &b.Recipient); err != nil {
+			return nil, notFound(err, "suppressions")
+		}
+		out = append(out, b)
+	}
+	return out, notFound(rows.Err(), "suppressions")
 }

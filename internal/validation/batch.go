@@ -15,7 +15,15 @@ import (
 // its own Email. Distinct entries run concurrently, at most
 // Config.Concurrency at a time; cached ones cost a cache read. The first
 // infrastructure error (Cache, BounceHistory, context) fails the batch.
+//
+// ValidateBatch uses no sending history; ValidateBatchAs names the account
+// whose history counts, as ValidateAs does.
 func (v *Validator) ValidateBatch(ctx context.Context, mode Mode, emails []string) ([]Result, Summary, error) {
+	return v.ValidateBatchAs(ctx, NoAccount, mode, emails)
+}
+
+// ValidateBatchAs is ValidateBatch for account.
+func (v *Validator) ValidateBatchAs(ctx context.Context, account int64, mode Mode, emails []string) ([]Result, Summary, error) {
 	if err := mode.check(); err != nil {
 		return nil, Summary{}, err
 	}
@@ -30,6 +38,7 @@ func (v *Validator) ValidateBatch(ctx context.Context, mode Mode, emails []strin
 	)
 	for i, email := range emails {
 		c := v.prepare(mode, email)
+		c.account = account
 		k := c.key
 		if k == "" {
 			k = "input:" + email // modes prefix real keys, so no clash

@@ -116,24 +116,3 @@ func (brokenCache) Get(context.Context, string, time.Time) (validation.Result, b
 }
 
 func (brokenCache) Put(context.Context, string, validation.Result, time.Time) error { return errBroken }
-
-// bounces is a BounceHistory backed by a set.
-type bounces struct {
-	mu  sync.Mutex
-	set map[string]bool
-}
-
-func (b *bounces) HardBounced(_ context.Context, addr string) (bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.set[addr], nil
-}
-
-func (b *bounces) add(addr string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.set == nil {
-		b.set = map[string]bool{}
-	}
-	b.set[addr] = true
-}

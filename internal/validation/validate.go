@@ -23,7 +23,8 @@ const (
 // check is one address between the cheap stages (prepare) and the DNS and
 // cache stages (run).
 type check struct {
-	mode   Mode
+	mode    Mode
+	account int64 // whose sending history counts (ValidateAs)
 	email  string
 	addr   emailaddr.Address
 	parsed bool
@@ -42,11 +43,21 @@ type check struct {
 // syntax error or a DNS failure, is a Result. The error is non-nil only
 // when the Cache or BounceHistory fails, the context ends, or mode is
 // unknown.
+//
+// Validate uses no sending history (NoAccount); ValidateAs names the
+// account whose history counts.
 func (v *Validator) Validate(ctx context.Context, mode Mode, email string) (Result, error) {
+	return v.ValidateAs(ctx, NoAccount, mode, email)
+}
+
+// ValidateAs is Validate for account: its own bounces (or every account's,
+// for AllAccounts or a shared History) feed the spamtrap score.
+func (v *Validator) ValidateAs(ctx context.Context, account int64, mode Mode, email string) (Result, error) {
 	if err := mode.check(); err != nil {
 		return Result{}, err
 	}
 	c := v.prepare(mode, email)
+	c.account = account
 	return v.run(ctx, &c)
 }
 
@@ -161,7 +172,9 @@ func (v *Validator) run(ctx context.Context, c *check) (Result, error) {
 	if err != nil || reason == ReasonDNSUnavailable {
 		return r, err
 	}
-	return r, v.store(ctx, c.key, r)
+	// The cache holds what is the same for every caller: the score without
+	// anyone's sending history (lookup scores it again for each caller).
+	return r, v.store(ctx, c.key, v.scored(c, r, false))
 }
 
 // finish adds the non-RFC warnings, the time and the score to a fresh
@@ -183,14 +196,18 @@ func (v *Validator) score(ctx context.Context, c *check, r Result) (Result, erro
 	bounced := false
 	if v.bounces != nil && c.parsed {
 		var err error
-		if bounced, err = v.bounces.HardBounced(ctx, c.lower); err != nil {
+		if bounced, err = v.bounces.HardBounced(ctx, c.account, c.lower); err != nil {
 			return Result{}, apperr.Wrap(apperr.Unavailable, err, "validation: bounce history unavailable")
 		}
 	}
+	return v.scored(c, r, bounced), nil
+}
+
+func (v *Validator) scored(c *check, r Result, bounced bool) Result {
 	f := v.features(c, r, bounced)
 	r.SpamtrapScore = f.score()
 	r.IsSpamtrap = r.SpamtrapScore >= v.threshold
-	return r, nil
+	return r
 }
 
 // stamp is the form ValidatedAt takes: UTC, millisecond precision, so the

@@ -92,9 +92,11 @@ type Lists interface {
 }
 
 // BounceHistory reports whether an address (normalized, lower case) has
-// hard-bounced before; it feeds the spamtrap score.
+// hard-bounced before for account (NoAccount, AllAccounts or an account
+// id); it feeds the spamtrap score. It is asked for every verdict, cached
+// ones too, so it should answer from memory (History does).
 type BounceHistory interface {
-	HardBounced(ctx context.Context, addr string) (bool, error)
+	HardBounced(ctx context.Context, account int64, addr string) (bool, error)
 }
 
 // Resolver is the DNS the validator needs; *dnsclient.Resolver satisfies
