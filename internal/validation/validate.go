@@ -25,9 +25,9 @@ const (
 type check struct {
 	mode    Mode
 	account int64 // whose sending history counts (ValidateAs)
-	email  string
-	addr   emailaddr.Address
-	parsed bool
+	email   string
+	addr    emailaddr.Address
+	parsed  bool
 	// r is the verdict so far; final when done.
 	r    Result
 	done bool
