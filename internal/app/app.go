@@ -150,7 +150,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		return err
 	}
 	// Sending takes the outbound budget from the limiter, so it comes after it.
-	if err := a.openSending(key); err != nil {
+	if err := a.openSending(key, box); err != nil {
 		return err
 	}
 	return nil

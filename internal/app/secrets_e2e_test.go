@@ -14,6 +14,7 @@ import (
 	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/secret"
+	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/store"
 	"github.com/postline/postline/internal/testutil"
 )
@@ -182,6 +183,17 @@ func populateSecrets(t *testing.T, a *app.App) (domain.Domain, string) {
 	}
 	w, err := a.Webhooks.Create(ctx, d.ID, "https://hooks.example.net/p", nil)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A queued send whose attachments are still to be encrypted keeps its
+	// options (with the ZIP password) sealed until the job runs.
+	v, _, err := a.Domains.Verify(ctx, d, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Sending.Accept(ctx, v, acc.ID, sending.Request{From: "a@alice.example", To: []string{"b@rcpt.example"},
+		Subject: "s", Text: "t", Options: `{"password":"zip-secret-1"}`,
+		Attachments: []sending.Attachment{{Filename: "a.txt", ContentType: "text/plain", Data: []byte("x")}}}); err != nil {
 		t.Fatal(err)
 	}
 	return d, w.Secret

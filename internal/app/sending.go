@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 
 	"github.com/postline/postline/internal/delivery"
+	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/store"
 )
@@ -12,7 +13,7 @@ import (
 // openSending builds the intake service, the SMTP transport and the
 // delivery worker. The worker runs only in `serve` (StartWorkers); the CLI
 // never delivers.
-func (a *App) openSending(secretKey []byte) error {
+func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 	cfg := a.Config
 	t, err := delivery.New(delivery.Config{
 		Resolver:                a.Resolver,
@@ -35,8 +36,9 @@ func (a *App) openSending(secretKey []byte) error {
 		VERPKey:     verpKey(secretKey),
 		Tracking:    a.TrackingURLs,
 		Logger:      a.Logger,
+		Sealer:      box,
 	}, st, a.Events, a.Domains, a.Suppressions, t, a.Limiter)
-	a.Sending = sending.NewService(st, a.Events, a.Suppressions, sending.Config{}, a.Worker.Wake)
+	a.Sending = sending.NewService(st, a.Events, a.Suppressions, sending.Config{Sealer: box}, a.Worker.Wake)
 	return nil
 }
 

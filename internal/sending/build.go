@@ -102,7 +102,11 @@ func (w *Worker) process(ctx context.Context, snd Send, atts []Attachment) ([]At
 	} else if fresh.Processed {
 		return stored, nil
 	}
-	opts, err := attach.ParseOptions(snd.Options)
+	text, err := openOptions(w.cfg.Sealer, snd.Options)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := attach.ParseOptions(text)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,16 @@ import (
 // Config configures the Service.
 type Config struct {
 	Limits Limits
+	// Sealer encrypts the attachment options (which may hold a ZIP
+	// password) before they are stored; nil stores them as given.
+	Sealer Sealer
 	Now    func() time.Time
+}
+
+// Sealer encrypts values kept until a job has used them (secret.Box).
+type Sealer interface {
+	Seal(plain []byte) string
+	Open(sealed string) ([]byte, error)
 }
 
 // Service accepts sends.
@@ -92,7 +101,7 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 	snd := &Send{DomainID: d.ID, AccountID: accountID, From: strings.TrimSpace(r.From), FromName: r.FromName,
 		ReplyTo: strings.TrimSpace(r.ReplyTo), Subject: r.Subject, Text: r.Text, HTML: r.HTML, Headers: c.headers,
-		Options: r.Options, Tags: r.Tags, CreatedAt: now}
+		Options: sealOptions(s.cfg.Sealer, r.Options), Tags: r.Tags, CreatedAt: now}
 	var ds []Delivery
 	var dropped []event.Entry
 	for _, to := range c.to {
@@ -187,4 +196,26 @@ func (s *Service) Remember(ctx context.Context, accountID int64, domain, key, cl
 // stored.
 func (s *Service) Forget(ctx context.Context, accountID int64, domain, key, claim string) error {
 	return s.store.Forget(ctx, accountID, domain+" "+key, claim)
+}
+
+// sealOptions seals non-empty attachment options: a password given for a
+// ZIP must never reach the database (or its write-ahead log) in clear.
+func sealOptions(s Sealer, options string) string {
+	if s == nil || strings.TrimSpace(options) == "" {
+		return options
+	}
+	return s.Seal([]byte(options))
+}
+
+// openOptions reverses sealOptions; a value in clear (stored before the
+// options were sealed) is returned as it is.
+func openOptions(s Sealer, stored string) (string, error) {
+	if s == nil || !strings.HasPrefix(stored, "v1:") {
+		return stored, nil
+	}
+	plain, err := s.Open(stored)
+	if err != nil {
+		return "", fmt.Errorf("sending: attachment options cannot be decrypted with this server's secret key: %w", err)
+	}
+	return string(plain), nil
 }

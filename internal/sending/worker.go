@@ -30,8 +30,10 @@ type WorkerConfig struct {
 	Poll        time.Duration // how often to look for due rows when not woken (default 1s)
 	DomainRate  int           // messages per minute per domain; 0 = unlimited
 	Grace       time.Duration // how long Stop lets attempts finish (default 10s)
-	Policy      Policy
-	VERPKey     []byte // signs bounce addresses under authentication domains
+	// Sealer opens the attachment options the Service sealed.
+	Sealer  Sealer
+	Policy  Policy
+	VERPKey []byte // signs bounce addresses under authentication domains
 	// Tracking, when set, adds the domain's open, click and unsubscribe
 	// tracking to each message.
 	Tracking *tracking.URLs

@@ -10,16 +10,32 @@ import (
 
 // SealedColumn is a column whose non-empty values are sealed with the
 // secret key (secret.Box), in a table whose primary key is id.
-type SealedColumn struct{ Table, Column string }
+type SealedColumn struct {
+	Table, Column string
+	// Mixed is set for a column that may still hold values written in
+	// clear before it was sealed: only values in the sealed format count.
+	Mixed bool
+}
+
+// where selects the column's sealed values.
+func (c SealedColumn) where() string {
+	if c.Mixed {
+		return c.Column + " LIKE 'v1:%'"
+	}
+	return c.Column + " <> ''"
+}
 
 // SealedColumns lists every sealed column. Rotation re-seals exactly
 // these, and the fingerprint check of an old database opens one value of
 // each; a test finds every sealed value in a populated database and fails
 // on a column missing here, so a new secret cannot be forgotten.
 var SealedColumns = []SealedColumn{
-	{"domains", "dkim_key"},
-	{"domains", "smtp_password"},
-	{"webhooks", "secret"},
+	{"domains", "dkim_key", false},
+	{"domains", "smtp_password", false},
+	{"webhooks", "secret", false},
+	// Attachment options carry the ZIP password until the job that needs
+	// it has run; earlier versions stored them in clear.
+	{"sends", "options", true},
 }
 
 // FirstUnreadable looks at one sealed value of each column and returns the
@@ -30,8 +46,8 @@ var SealedColumns = []SealedColumn{
 func FirstUnreadable(ctx context.Context, db *DB, box *secret.Box) (string, error) {
 	for _, c := range SealedColumns {
 		var v string
-		err := db.r.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s FROM %s WHERE %s <> '' ORDER BY id LIMIT 1`,
-			c.Column, c.Table, c.Column)).Scan(&v)
+		err := db.r.QueryRowContext(ctx, fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY id LIMIT 1`,
+			c.Column, c.Table, c.where())).Scan(&v)
 		if err == sql.ErrNoRows {
 			continue
 		}
@@ -72,7 +88,7 @@ func resealColumn(ctx context.Context, q Querier, c SealedColumn, from, to *secr
 		id    int64
 		value string
 	}
-	rows, err := q.QueryContext(ctx, fmt.Sprintf(`SELECT id, %s FROM %s WHERE %s <> ''`, c.Column, c.Table, c.Column))
+	rows, err := q.QueryContext(ctx, fmt.Sprintf(`SELECT id, %s FROM %s WHERE %s`, c.Column, c.Table, c.where()))
 	if err != nil {
 		return 0, err
 	}
