@@ -69,6 +69,9 @@ func startSend(t *testing.T, d store.Dialect, relay bool, edit func(*config.Conf
 
 type part struct {
 	name, value, filename, contentType string
+	// disposition, when set, is the part's Content-Disposition as written
+	// (for malformed ones).
+	disposition string
 }
 
 func (e *sendEnv) send(t *testing.T, parts []part, header http.Header) *apitest.Response {
@@ -76,6 +79,11 @@ func (e *sendEnv) send(t *testing.T, parts []part, header http.Header) *apitest.
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	for _, p := range parts {
+		if p.disposition != "" {
+			w, _ := mw.CreatePart(map[string][]string{"Content-Disposition": {p.disposition}, "Content-Type": {"text/plain"}})
+			io.WriteString(w, p.value)
+			continue
+		}
 		if p.filename == "" {
 			mw.WriteField(p.name, p.value)
 			continue

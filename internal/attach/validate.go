@@ -97,6 +97,10 @@ func (o Options) check(fe apperr.FieldErrors) {
 	const pw, text, pos = "attachment_options.password", "attachment_options.watermark.text", "attachment_options.watermark.position"
 	if n := utf8.RuneCountInString(o.Password); o.Password != "" && (n < MinPasswordLen || n > MaxPasswordLen) && fe[pw] == nil {
 		fe.Add(pw, fmt.Sprintf("must be %d to %d characters long", MinPasswordLen, MaxPasswordLen))
+	} else if strings.ContainsFunc(o.Password, unicode.IsControl) && fe[pw] == nil {
+		// Nobody can type one at an unzip prompt: a control character is a
+		// client's encoding mistake, and the archive would never open.
+		fe.Add(pw, "must not contain control characters such as line breaks or tabs")
 	}
 	if p := o.Watermark.Position; p != "" && !slices.Contains(Positions, p) && fe[pos] == nil {
 		fe.Add(pos, "must be one of "+strings.Join(Positions, ", "))

@@ -11,6 +11,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/postline/postline/internal/account"
@@ -98,7 +99,7 @@ func readSendForm(r *http.Request, maxFile int64) (sending.Request, error) {
 	if err != nil {
 		return req, apperr.Field("body", "The multipart body is malformed.")
 	}
-	for {
+	for n := 0; ; n++ {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
 			return req, nil
@@ -110,16 +111,43 @@ func readSendForm(r *http.Request, maxFile int64) (sending.Request, error) {
 			}
 			return req, apperr.Field("body", "The multipart body is malformed.")
 		}
-		if err := readPart(&req, part, maxFile); err != nil {
+		if err := readPart(&req, part, n, maxFile); err != nil {
 			return req, err
 		}
 	}
 }
 
-func readPart(req *sending.Request, part *multipart.Part, maxFile int64) error {
-	name := strings.TrimSuffix(part.FormName(), "[]")
-	if len(name) > 64 || !utf8.ValidString(name) { // only ever echoed in errors: keep those short and valid
-		name = strings.ToValidUTF8(name[:min(len(name), 64)], "") + "…"
+// sendFields are the text parts the endpoint knows; any other name is
+// refused rather than ignored, so a misspelt field is never silently lost.
+var sendFields = map[string]bool{"from": true, "from_name": true, "to": true, "subject": true, "text": true,
+	"html": true, "headers": true, "reply_to": true, "tags": true, "attachment_options": true}
+
+// partName returns the part's form field name. A part whose
+// Content-Disposition does not parse is refused: ignoring it would drop an
+// attachment the sender believes went out.
+func partName(part *multipart.Part, n int) (string, error) {
+	disp, params, err := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+	if err != nil || disp != "form-data" || params["name"] == "" {
+		field := fmt.Sprintf("body.parts.%d", n)
+		return "", apperr.Field(field, fmt.Sprintf("Part %d of the multipart body has no valid Content-Disposition "+
+			`(want form-data; name="..."; a file part also filename="..."), so it cannot be read.`, n+1))
+	}
+	return part.FormName(), nil
+}
+
+func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64) error {
+	formName, err := partName(part, n)
+	if err != nil {
+		return err
+	}
+	name := strings.TrimSuffix(formName, "[]")
+	if len(name) > 64 || !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl) { // only ever echoed in errors: keep those short and clean
+		name = strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return -1
+			}
+			return r
+		}, strings.ToValidUTF8(name[:min(len(name), 64)], "")) + "…"
 	}
 	if part.FileName() != "" || name == "attachments" {
 		if name != "attachments" {
@@ -136,6 +164,10 @@ func readPart(req *sending.Request, part *multipart.Part, maxFile int64) error {
 		}
 		req.Attachments = append(req.Attachments, sending.Attachment{Filename: part.FileName(), ContentType: ct, Data: data})
 		return nil
+	}
+	if !sendFields[name] {
+		return apperr.Field(name, fmt.Sprintf("Unknown field %q: the fields are from, from_name, to, subject, text, html, "+
+			"headers, reply_to, tags, attachment_options and attachments.", name))
 	}
 	limit := int64(maxSmallPart)
 	if name == "text" || name == "html" {

@@ -101,8 +101,8 @@ func validate(r Request, domainName string, lim Limits) (checked, error) {
 		}
 	}
 	c.headers = customHeaders(fe, r.Headers)
-	if len(r.Tags) > 255 || strings.ContainsAny(r.Tags, "\r\n") {
-		fe.Add("tags", "The tags must be one line of at most 255 characters.")
+	if len(r.Tags) > 255 || strings.ContainsFunc(r.Tags, unicode.IsControl) {
+		fe.Add("tags", "The tags must be one line of at most 255 characters without control characters.")
 	}
 	attachmentLimits(fe, r.Attachments, lim)
 	return c, fe.Err()
@@ -201,8 +201,8 @@ func attachmentLimits(fe apperr.FieldErrors, atts []Attachment, lim Limits) {
 		if len(a.ContentType) > 255 || !utf8.ValidString(a.ContentType) || strings.ContainsFunc(a.ContentType, unicode.IsControl) {
 			fe.Add(fmt.Sprintf("attachments.%d", i), fmt.Sprintf("The content type of attachment %q must be at most 255 printable characters.", a.Filename))
 		}
-		if !utf8.ValidString(a.Filename) || strings.ContainsRune(a.Filename, 0) {
-			fe.Add(fmt.Sprintf("attachments.%d", i), "The attachment's file name must be valid UTF-8 without NUL characters.")
+		if !utf8.ValidString(a.Filename) || strings.ContainsFunc(a.Filename, unicode.IsControl) {
+			fe.Add(fmt.Sprintf("attachments.%d", i), "The attachment's file name must be valid UTF-8 without control characters.")
 		}
 		size := int64(len(a.Data))
 		total += size
