@@ -3,6 +3,8 @@ package dnsclient
 import (
 	"errors"
 	"fmt"
+	"net"
+	"os"
 
 	"github.com/miekg/dns"
 )
@@ -62,9 +64,27 @@ func (e *Error) Error() string {
 		msg += " (" + dns.RcodeToString[e.Rcode] + ")"
 	}
 	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+		msg += ": " + causeText(e.Err)
 	}
 	return msg
+}
+
+// causeText describes a lookup's cause without the resolver's address:
+// these messages reach tenants (log entries, webhook errors), and the
+// address of the operator's DNS server is none of their business.
+func causeText(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		if op.Timeout() {
+			return "no answer from the DNS server (timeout)"
+		}
+		return "the DNS server could not be reached: " + causeText(op.Err)
+	}
+	var sys *os.SyscallError
+	if errors.As(err, &sys) {
+		return sys.Err.Error()
+	}
+	return err.Error()
 }
 
 // Unwrap returns the underlying cause, so errors.Is(err, context.Canceled)

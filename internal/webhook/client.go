@@ -15,6 +15,9 @@ import (
 // allowed fails with; it ends up in the webhook's last_error.
 var errForbiddenAddress = errors.New("connecting to loopback, private, link-local or multicast addresses is not allowed (--webhook-allow-private)")
 
+// errUnresolved is a host name the resolver had no address for.
+var errUnresolved = errors.New("cannot resolve")
+
 // Resolver looks up a host's addresses; the dispatcher uses the one every
 // other lookup uses (--dns-server), not the system's.
 type Resolver interface {
@@ -71,7 +74,7 @@ func dialVia(d *net.Dialer, res Resolver) func(ctx context.Context, network, add
 		}
 		ips, err := res.LookupIP(ctx, host)
 		if err != nil || len(ips) == 0 {
-			return nil, fmt.Errorf("cannot resolve %s", host)
+			return nil, fmt.Errorf("%w %s", errUnresolved, host)
 		}
 		var first error
 		for _, ip := range ips {

@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/postline/postline/internal/event"
@@ -260,7 +264,7 @@ func (d *Dispatcher) post(ctx context.Context, w Webhook, batch []event.Entry) (
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) //nolint:errcheck // keeps the connection reusable
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.StatusCode, fmt.Errorf("the endpoint answered %s", resp.Status)
+		return resp.StatusCode, fmt.Errorf("%w %s", errStatus, resp.Status)
 	}
 	return resp.StatusCode, nil
 }
@@ -274,18 +278,66 @@ func Backoff(base time.Duration, n int) time.Duration {
 	return min(b, time.Hour)
 }
 
+// errStatus is a post answered with a status other than 2xx.
+var errStatus = errors.New("the endpoint answered")
+
 func (d *Dispatcher) fail(ctx context.Context, w Webhook, cause error) error {
+	if !errors.Is(cause, errStatus) {
+		d.cfg.Logger.Info("webhooks: post failed", "webhook", w.ID, "error", cause) // the operator's view, in full
+	}
 	return d.store.Fail(ctx, w.ID, d.owner, d.cfg.Now().Add(Backoff(d.cfg.RetryBase, w.Attempts+1)), d.failureText(cause))
 }
 
-// failureText is what the owner is shown of a failed post.
+// failureText is what the owner is shown of a failed post: written for
+// the tenant, from the kind of failure, never the raw network error (which
+// may name the operator's resolver, proxy or internal addresses).
 func (d *Dispatcher) failureText(cause error) string {
-	msg := cause.Error()
-	if errors.Is(cause, errForbiddenAddress) {
-		msg = errForbiddenAddress.Error() // not the address: that would map the operator's network
-	}
+	msg := publicText(cause)
 	if len(msg) > 500 {
 		msg = msg[:500]
 	}
 	return msg
+}
+
+func publicText(cause error) string {
+	host := "the webhook's host"
+	var ue *url.Error
+	if errors.As(cause, &ue) {
+		if u, err := url.Parse(ue.URL); err == nil && u.Host != "" {
+			host = u.Host
+		}
+	}
+	var dnsErr *net.DNSError
+	var op *net.OpError
+	var certErr *tls.CertificateVerificationError
+	var recErr tls.RecordHeaderError
+	switch {
+	case errors.Is(cause, errForbiddenAddress):
+		return errForbiddenAddress.Error() // not the address: that would map the operator's network
+	case errors.As(cause, &dnsErr), errors.Is(cause, errUnresolved):
+		return "cannot resolve " + hostOnly(host)
+	case errors.As(cause, &certErr):
+		return "TLS: the certificate of " + host + " is not valid: " + certErr.Err.Error()
+	case errors.As(cause, &recErr):
+		return "TLS: " + host + " did not answer with TLS"
+	case errors.Is(cause, context.DeadlineExceeded) || (ue != nil && ue.Timeout()):
+		return "no answer from " + host + " in time"
+	case errors.As(cause, &op):
+		if errors.Is(op.Err, syscall.ECONNREFUSED) {
+			return "connection refused by " + host
+		}
+		return "cannot connect to " + host
+	case errors.Is(cause, errStatus):
+		return cause.Error()
+	case ue != nil:
+		return "the post to " + host + " failed"
+	}
+	return "the server could not make the post; it will retry"
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
 }
