@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/postline/postline/internal/account"
@@ -83,11 +85,17 @@ func (s *Server) wrap(rt route) http.Handler {
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		login, err := s.serve(w, r, rt)
-		if err != nil {
+		gone := err != nil && clientGone(r, err)
+		if err != nil && !gone {
 			s.writeError(w, r, rt, err)
 		}
 		status := w.status
-		if status == 0 {
+		switch {
+		case gone:
+			// Nobody is left to answer: not a server error. 499 is nginx's
+			// "client closed request", which log tools know.
+			status, err = statusClientClosed, nil
+		case status == 0:
 			status = http.StatusOK
 		}
 		s.metrics.observe(rt.path, r.Method, status, time.Since(start))
@@ -184,4 +192,18 @@ func (e *rateLimited) Error() string {
 		return e.msg
 	}
 	return "Too many requests. Try again in " + strconv.Itoa(e.retryAfter) + " seconds."
+}
+
+// statusClientClosed is logged and counted for a request whose client went
+// away before its answer.
+const statusClientClosed = 499
+
+// clientGone reports whether err is the consequence of the client hanging
+// up: its request's context ended (the server cancels it when the
+// connection closes), or writing to it failed.
+func clientGone(r *http.Request, err error) bool {
+	if errors.Is(r.Context().Err(), context.Canceled) {
+		return true
+	}
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
