@@ -77,6 +77,7 @@ type Store interface {
 type Service struct {
 	store Store
 	now   func() time.Time
+	keys  keyCache
 }
 
 // NewService returns a Service; now may be nil for time.Now.
@@ -94,13 +95,25 @@ const touchEvery = time.Minute
 // Authenticate checks a login and key. A wrong login, unknown or revoked
 // key is apperr.Unauthorized; a valid key of a disabled account is
 // apperr.AuthMissing (the document's "user authentication missing").
+//
+// A key the database knows is then trusted from memory for keyCacheTTL, so
+// that authentication is no database work on the hot path; a change made
+// through this Service takes effect at once here, and within the TTL in
+// other processes.
 func (s *Service) Authenticate(ctx context.Context, login, key string) (Principal, error) {
-	k, a, err := s.store.KeyByHash(ctx, hashKey(key))
-	if apperr.CodeOf(err) == apperr.NotFound {
-		return Principal{}, apperr.Errorf(apperr.Unauthorized, "Invalid credentials")
-	}
-	if err != nil {
-		return Principal{}, err
+	hash := hashKey(key)
+	now := s.now()
+	k, a, ok := s.keys.get(hash, now)
+	if !ok {
+		var err error
+		k, a, err = s.store.KeyByHash(ctx, hash)
+		if apperr.CodeOf(err) == apperr.NotFound {
+			return Principal{}, apperr.Errorf(apperr.Unauthorized, "Invalid credentials")
+		}
+		if err != nil {
+			return Principal{}, err
+		}
+		s.keys.put(hash, k, a, now)
 	}
 	if subtle.ConstantTimeCompare([]byte(login), []byte(a.Login)) != 1 || k.RevokedAt != nil {
 		return Principal{}, apperr.Errorf(apperr.Unauthorized, "Invalid credentials")
@@ -108,11 +121,11 @@ func (s *Service) Authenticate(ctx context.Context, login, key string) (Principa
 	if a.DisabledAt != nil {
 		return Principal{}, apperr.Errorf(apperr.AuthMissing, "User authentication missing")
 	}
-	now := s.now()
 	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= touchEvery {
 		if err := s.store.TouchKey(ctx, k.ID, now); err != nil {
 			return Principal{}, err
 		}
+		s.keys.touched(hash, now)
 	}
 	return Principal{AccountID: a.ID, Login: a.Login, KeyID: k.ID, Admin: a.Admin}, nil
 }
@@ -123,6 +136,7 @@ func (s *Service) SetAdmin(ctx context.Context, login string, admin bool) error 
 	if err != nil {
 		return err
 	}
+	defer s.keys.clear()
 	return s.store.SetAdmin(ctx, a.ID, admin)
 }
 
@@ -156,6 +170,7 @@ func (s *Service) DisableUser(ctx context.Context, login string) error {
 	if err != nil {
 		return err
 	}
+	defer s.keys.clear()
 	return s.store.DisableAccount(ctx, a.ID, s.now())
 }
 
@@ -166,6 +181,7 @@ func (s *Service) EnableUser(ctx context.Context, login string) error {
 	if err != nil {
 		return err
 	}
+	defer s.keys.clear()
 	return s.store.EnableAccount(ctx, a.ID)
 }
 
@@ -199,6 +215,7 @@ func (s *Service) Keys(ctx context.Context, login string) ([]Key, error) {
 
 // RevokeKey revokes a key by id; revoking twice is not an error.
 func (s *Service) RevokeKey(ctx context.Context, id int64) error {
+	defer s.keys.clear()
 	err := s.store.RevokeKey(ctx, id, s.now())
 	if apperr.CodeOf(err) == apperr.NotFound {
 		return apperr.Errorf(apperr.NotFound, "key %d not found", id)

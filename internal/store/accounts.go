@@ -55,7 +55,7 @@ func (s Accounts) PasswordHash(ctx context.Context, login string) (account.Accou
 	var created int64
 	var disabled sql.NullInt64
 	var a account.Account
-	err := s.db.r.QueryRowContext(ctx, `SELECT id, login, created_at, disabled_at, is_admin, password_hash <> '', password_hash
+	err := s.db.rd.QueryRowContext(ctx, `SELECT id, login, created_at, disabled_at, is_admin, password_hash <> '', password_hash
 		FROM accounts WHERE login = $1`, login).Scan(&a.ID, &a.Login, &created, &disabled, &a.Admin, &a.PasswordSet, &hash)
 	a.CreatedAt, a.DisabledAt = fromMS(created), nullMS(disabled)
 	return a, hash, notFound(err, "account")
@@ -63,13 +63,13 @@ func (s Accounts) PasswordHash(ctx context.Context, login string) (account.Accou
 
 // AccountByLogin implements account.Store.
 func (s Accounts) AccountByLogin(ctx context.Context, login string) (account.Account, error) {
-	a, err := scanAccount(s.db.r.QueryRowContext(ctx, `SELECT `+accountCols+` FROM accounts WHERE login = $1`, login))
+	a, err := scanAccount(s.db.rd.QueryRowContext(ctx, `SELECT `+accountCols+` FROM accounts WHERE login = $1`, login))
 	return a, notFound(err, "account")
 }
 
 // ListAccounts implements account.Store.
 func (s Accounts) ListAccounts(ctx context.Context) ([]account.Account, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT `+accountCols+` FROM accounts ORDER BY login`)
+	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+accountCols+` FROM accounts ORDER BY login`)
 	if err != nil {
 		return nil, notFound(err, "accounts")
 	}
@@ -98,7 +98,7 @@ func (s Accounts) EnableAccount(ctx context.Context, id int64) error {
 // CountAccounts implements account.Store.
 func (s Accounts) CountAccounts(ctx context.Context) (int, error) {
 	var n int
-	err := s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM accounts`).Scan(&n)
+	err := s.db.rd.QueryRowContext(ctx, `SELECT COUNT(*) FROM accounts`).Scan(&n)
 	return n, notFound(err, "accounts")
 }
 
@@ -119,7 +119,7 @@ func scanKey(dest []any) (*account.Key, []any) {
 
 // ListKeys implements account.Store.
 func (s Accounts) ListKeys(ctx context.Context, accountID int64) ([]account.Key, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.account_id = $1 ORDER BY k.id`, accountID)
+	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.account_id = $1 ORDER BY k.id`, accountID)
 	if err != nil {
 		return nil, notFound(err, "keys")
 	}
@@ -149,7 +149,7 @@ func (s Accounts) KeyByHash(ctx context.Context, hash string) (account.Key, acco
 	var used, revoked, disabled sql.NullInt64
 	var a account.Account
 	k, dest := scanKey(nil)
-	err := s.db.r.QueryRowContext(ctx, `SELECT `+keyCols+`, a.id, a.login, a.created_at, a.disabled_at, a.is_admin
+	err := s.db.rd.QueryRowContext(ctx, `SELECT `+keyCols+`, a.id, a.login, a.created_at, a.disabled_at, a.is_admin
 		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = $1`, hash).
 		Scan(append(dest, &created, &used, &revoked, &a.ID, &a.Login, &aCreated, &disabled, &a.Admin)...)
 	k.CreatedAt, k.LastUsedAt, k.RevokedAt = fromMS(created), nullMS(used), nullMS(revoked)

@@ -92,14 +92,14 @@ func (s Domains) DomainsByName(ctx context.Context, name string) ([]domain.Domai
 
 // AccountDomain implements domain.Store.
 func (s Domains) AccountDomain(ctx context.Context, accountID int64, name string) (domain.Domain, error) {
-	d, err := s.scan(s.db.r.QueryRowContext(ctx, `SELECT `+domainCols+` FROM domains WHERE account_id = $1 AND name = $2`,
+	d, err := s.scan(s.db.rd.QueryRowContext(ctx, `SELECT `+domainCols+` FROM domains WHERE account_id = $1 AND name = $2`,
 		accountID, name))
 	return d, notFound(err, "domain")
 }
 
 // DomainByID implements domain.Store.
 func (s Domains) DomainByID(ctx context.Context, id int64) (domain.Domain, error) {
-	d, err := s.scan(s.db.r.QueryRowContext(ctx, `SELECT `+domainCols+` FROM domains WHERE id = $1`, id))
+	d, err := s.scan(s.db.rd.QueryRowContext(ctx, `SELECT `+domainCols+` FROM domains WHERE id = $1`, id))
 	return d, notFound(err, "domain")
 }
 
@@ -109,7 +109,7 @@ func (s Domains) ListDomains(ctx context.Context, accountID int64) ([]domain.Dom
 }
 
 func (s Domains) list(ctx context.Context, query string, args ...any) ([]domain.Domain, error) {
-	rows, err := s.db.r.QueryContext(ctx, query, args...)
+	rows, err := s.db.rd.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, notFound(err, "domains")
 	}
@@ -167,7 +167,7 @@ func (s Domains) VerifyDomain(ctx context.Context, d domain.Domain, reason strin
 // HostHolder implements domain.Store.
 func (s Domains) HostHolder(ctx context.Context, host string) (int64, error) {
 	var account int64
-	err := s.db.r.QueryRowContext(ctx, `SELECT account_id FROM domains WHERE verified_at IS NOT NULL
+	err := s.db.rd.QueryRowContext(ctx, `SELECT account_id FROM domains WHERE verified_at IS NOT NULL
 		AND (name = $1 OR tracking_domain = $1 OR auth_domain = $1) LIMIT 1`, host).Scan(&account)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil

@@ -131,7 +131,7 @@ func (e Events) Bounds(ctx context.Context, f event.Filter) (lo, hi int64, err e
 // hourly counts in the same transaction, so totals stay exact throughout.
 func (e Events) Prune(ctx context.Context, before time.Time, batch int) (int64, error) {
 	cut := ms(before)
-	rows, err := e.db.r.QueryContext(ctx, `SELECT DISTINCT domain_id FROM event_counts WHERE hour < $1`, cut)
+	rows, err := e.db.rd.QueryContext(ctx, `SELECT DISTINCT domain_id FROM event_counts WHERE hour < $1`, cut)
 	if err != nil {
 		return 0, notFound(err, "event counts")
 	}

@@ -15,7 +15,7 @@ func NewMeta(db *DB) Meta { return Meta{db: db} }
 
 // Get returns the value stored under name; ok is false when there is none.
 func (m Meta) Get(ctx context.Context, name string) (value string, ok bool, err error) {
-	err = m.db.r.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = $1`, name).Scan(&value)
+	err = m.db.rd.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = $1`, name).Scan(&value)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -58,7 +58,7 @@ func (m Meta) bump(ctx context.Context, q Querier, name string) (int64, error) {
 // Counter reads a counter that Bump maintains (0 when absent).
 func (m Meta) Counter(ctx context.Context, name string) (int64, error) {
 	var v string
-	err := m.db.r.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = $1`, name).Scan(&v)
+	err := m.db.rd.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = $1`, name).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}

@@ -33,7 +33,7 @@ func (s Queue) QueueCounts(ctx context.Context, domainIDs []int64) ([]sending.Qu
 		}
 		q += ` AND domain_id IN (` + strings.Join(marks, ", ") + `)`
 	}
-	rows, err := s.db.r.QueryContext(ctx, q+` GROUP BY domain_id, state ORDER BY domain_id`, args...)
+	rows, err := s.db.rd.QueryContext(ctx, q+` GROUP BY domain_id, state ORDER BY domain_id`, args...)
 	if err != nil {
 		return nil, notFound(err, "queue")
 	}

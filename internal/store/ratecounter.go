@@ -45,7 +45,7 @@ func (c *RateCounter) Incr(ctx context.Context, key string, windowStart time.Tim
 // Get implements ratelimit.Counter.
 func (c *RateCounter) Get(ctx context.Context, key string, windowStart time.Time) (int64, error) {
 	var n int64
-	err := c.db.r.QueryRowContext(ctx, `SELECT count FROM rate_counters WHERE key = $1 AND window_start = $2`,
+	err := c.db.rd.QueryRowContext(ctx, `SELECT count FROM rate_counters WHERE key = $1 AND window_start = $2`,
 		key, ms(windowStart)).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil

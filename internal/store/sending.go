@@ -169,7 +169,7 @@ func (s Sending) LoadSend(ctx context.Context, id int64) (sending.Send, []sendin
 	var headers string
 	var processed int
 	var created int64
-	err := s.db.r.QueryRowContext(ctx, `SELECT id, domain_id, account_id, from_addr, from_name, reply_to, subject, text_body,
+	err := s.db.rd.QueryRowContext(ctx, `SELECT id, domain_id, account_id, from_addr, from_name, reply_to, subject, text_body,
 		html_body, headers, options, tags, processed, created_at FROM sends WHERE id = $1`, id).Scan(&snd.ID, &snd.DomainID,
 		&snd.AccountID, &snd.From, &snd.FromName, &snd.ReplyTo, &snd.Subject, &snd.Text, &snd.HTML, &headers, &snd.Options,
 		&snd.Tags, &processed, &created)
@@ -180,7 +180,7 @@ func (s Sending) LoadSend(ctx context.Context, id int64) (sending.Send, []sendin
 	if err := json.Unmarshal([]byte(headers), &snd.Headers); err != nil {
 		return snd, nil, err
 	}
-	rows, err := s.db.r.QueryContext(ctx, `SELECT filename, content_type, data FROM send_attachments WHERE send_id = $1 ORDER BY idx`, id)
+	rows, err := s.db.rd.QueryContext(ctx, `SELECT filename, content_type, data FROM send_attachments WHERE send_id = $1 ORDER BY idx`, id)
 	if err != nil {
 		return snd, nil, notFound(err, "attachments")
 	}

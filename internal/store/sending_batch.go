@@ -400,7 +400,7 @@ func (s Sending) LoadSends(ctx context.Context, ids []int64) (map[int64]sending.
 		return out, nil
 	}
 	in, args := inList(ids)
-	rows, err := s.db.r.QueryContext(ctx, `SELECT id, domain_id, account_id, from_addr, from_name, reply_to, subject, text_body,
+	rows, err := s.db.rd.QueryContext(ctx, `SELECT id, domain_id, account_id, from_addr, from_name, reply_to, subject, text_body,
 		html_body, headers, options, tags, processed, created_at FROM sends WHERE id IN (`+in+`)`, args...)
 	if err != nil {
 		return nil, notFound(err, "sends")
@@ -425,7 +425,7 @@ func (s Sending) LoadSends(ctx context.Context, ids []int64) (map[int64]sending.
 		return nil, notFound(err, "sends")
 	}
 	rows.Close()
-	arows, err := s.db.r.QueryContext(ctx, `SELECT send_id, filename, content_type, data FROM send_attachments
+	arows, err := s.db.rd.QueryContext(ctx, `SELECT send_id, filename, content_type, data FROM send_attachments
 		WHERE send_id IN (`+in+`) ORDER BY send_id, idx`, args...)
 	if err != nil {
 		return nil, notFound(err, "attachments")

@@ -33,7 +33,7 @@ func (s Sessions) SessionByHash(ctx context.Context, idHash string) (account.Ses
 	var key sql.NullInt64
 	var created, seen int64
 	var disabled, revoked sql.NullInt64
-	err := s.db.r.QueryRowContext(ctx, `SELECT s.account_id, s.key_id, s.csrf, s.created_at, s.last_seen_at,
+	err := s.db.rd.QueryRowContext(ctx, `SELECT s.account_id, s.key_id, s.csrf, s.created_at, s.last_seen_at,
 		a.login, a.is_admin, a.disabled_at, k.revoked_at
 		FROM sessions s JOIN accounts a ON a.id = s.account_id LEFT JOIN api_keys k ON k.id = s.key_id
 		WHERE s.id_hash = $1`, idHash).Scan(&r.AccountID, &key, &r.CSRF, &created, &seen,

@@ -46,6 +46,9 @@ type DB struct {
 	URL     string
 	w       *sql.DB
 	r       *sql.DB
+	// rd runs reads: on SQLite through prepared statements (preparedPool),
+	// on PostgreSQL the pool itself.
+	rd Querier
 	// relaxed is a small PostgreSQL pool whose commits do not wait for the
 	// WAL flush (synchronous_commit off), for writes that may be lost in a
 	// crash without harm: the rate-limit counters. nil on SQLite.
@@ -68,7 +71,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 		db.SetMaxOpenConns(20)
-		db.SetMaxIdleConns(10)
+		db.SetMaxIdleConns(20) // as many idle as open: a steady load opens no new connections
 		db.SetConnMaxIdleTime(5 * time.Minute)
 		if err := db.PingContext(ctx); err != nil {
 			db.Close()
@@ -85,7 +88,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 			db.Close()
 			return nil, err
 		}
-		return &DB{Dialect: Postgres, URL: url, w: db, r: db, ns: ns, relaxed: relaxed}, nil
+		return &DB{Dialect: Postgres, URL: url, w: db, r: db, rd: db, ns: ns, relaxed: relaxed}, nil
 	default:
 		return nil, fmt.Errorf("store: unsupported database URL (want sqlite:PATH or postgres://...)")
 	}
@@ -114,16 +117,22 @@ func openSQLite(ctx context.Context, path, url string) (*DB, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	r.SetMaxOpenConns(8)
+	// As many idle as open: under a steady load the pool must not close
+	// and reopen connections (the default keeps 2 idle).
+	r.SetMaxIdleConns(8)
 	if err := w.PingContext(ctx); err != nil {
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	return &DB{Dialect: SQLite, URL: url, w: w, r: r}, nil
+	return &DB{Dialect: SQLite, URL: url, w: w, r: r, rd: newPreparedPool(r)}, nil
 }
 
 // Close closes the database.
 func (db *DB) Close() error {
+	if p, ok := db.rd.(*preparedPool); ok {
+		p.Close()
+	}
 	err := db.w.Close()
 	if db.r != db.w {
 		err = errors.Join(err, db.r.Close())
@@ -191,7 +200,7 @@ func (db *DB) InTx(ctx context.Context, fn func(q Querier) error) error {
 func (db *DB) Writer() Querier { return db.w }
 
 // Reader is the handle for reads.
-func (db *DB) Reader() Querier { return db.r }
+func (db *DB) Reader() Querier { return db.rd }
 
 // SQL exposes the write handle for migrations and tools.
 func (db *DB) SQL() *sql.DB { return db.w }

@@ -88,11 +88,11 @@ func (s Suppressions) List(ctx context.Context, p suppression.ListParams) ([]sup
 		countQ = `SELECT COUNT(*) FROM ` + from + ` WHERE ` + where
 	}
 	var total int
-	if err := s.db.r.QueryRowContext(ctx, countQ, args...).Scan(&total); err != nil {
+	if err := s.db.rd.QueryRowContext(ctx, countQ, args...).Scan(&total); err != nil {
 		return nil, 0, notFound(err, "suppressions")
 	}
 	n := len(args)
-	rows, err := s.db.r.QueryContext(ctx, `SELECT `+suppressionCols+` FROM `+from+` WHERE `+where+
+	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+suppressionCols+` FROM `+from+` WHERE `+where+
 		` ORDER BY created_at DESC, id DESC LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2),
 		append(args, p.Limit, p.Offset)...)
 	if err != nil {
@@ -136,7 +136,7 @@ const matchChunk = 1000
 // Matching implements suppression.Store.
 func (s Suppressions) Matching(ctx context.Context, domainID int64, keys []string) ([]suppression.Entry, error) {
 	if s.db.Dialect == Postgres { // one array parameter, one plan
-		rows, err := s.db.r.QueryContext(ctx, `SELECT `+suppressionCols+` FROM suppressions
+		rows, err := s.db.rd.QueryContext(ctx, `SELECT `+suppressionCols+` FROM suppressions
 			WHERE domain_id = $1 AND recipient = ANY($2)`, domainID, keys)
 		if err != nil {
 			return nil, notFound(err, "suppressions")
@@ -156,7 +156,7 @@ func (s Suppressions) Matching(ctx context.Context, domainID int64, keys []strin
 			b.WriteString("$" + strconv.Itoa(i+2))
 			args = append(args, k)
 		}
-		rows, err := s.db.r.QueryContext(ctx, `SELECT `+suppressionCols+` FROM suppressions
+		rows, err := s.db.rd.QueryContext(ctx, `SELECT `+suppressionCols+` FROM suppressions
 			WHERE domain_id = $1 AND recipient IN (`+b.String()+`)`, args...)
 		if err != nil {
 			return nil, notFound(err, "suppressions")
@@ -181,7 +181,7 @@ type BounceRow struct {
 // id > afterID, in id order, with the account of their domain: what the
 // validation's in-memory bounce history is built and followed from.
 func (s Suppressions) Bounces(ctx context.Context, afterID int64, limit int) ([]BounceRow, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT s.id, d.account_id, s.recipient FROM suppressions s
+	rows, err := s.db.rd.QueryContext(ctx, `SELECT s.id, d.account_id, s.recipient FROM suppressions s
 		JOIN domains d ON d.id = s.domain_id
 		WHERE s.type = 'bounce' AND s.recipient_type = 'email' AND s.id > $1 ORDER BY s.id LIMIT $2`, afterID, limit)
 	if err != nil {

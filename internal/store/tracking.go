@@ -18,7 +18,7 @@ func NewTracking(db *DB) Tracking { return Tracking{db: db} }
 // Target implements tracking.Store.
 func (s Tracking) Target(ctx context.Context, id int64) (tracking.Target, error) {
 	var t tracking.Target
-	err := s.db.r.QueryRowContext(ctx, `SELECT d.id, d.send_id, d.domain_id, d.message_id, d.recipient, d.state,
+	err := s.db.rd.QueryRowContext(ctx, `SELECT d.id, d.send_id, d.domain_id, d.message_id, d.recipient, d.state,
 		s.from_addr, s.subject, s.tags FROM deliveries d JOIN sends s ON s.id = d.send_id WHERE d.id = $1`, id).
 		Scan(&t.DeliveryID, &t.SendID, &t.DomainID, &t.MessageID, &t.Recipient, &t.State, &t.Sender, &t.Subject, &t.Tags)
 	return t, notFound(err, "delivery")
@@ -27,7 +27,7 @@ func (s Tracking) Target(ctx context.Context, id int64) (tracking.Target, error)
 // SendHTML implements tracking.Store.
 func (s Tracking) SendHTML(ctx context.Context, sendID int64) (string, error) {
 	var body string
-	err := s.db.r.QueryRowContext(ctx, `SELECT html_body FROM sends WHERE id = $1`, sendID).Scan(&body)
+	err := s.db.rd.QueryRowContext(ctx, `SELECT html_body FROM sends WHERE id = $1`, sendID).Scan(&body)
 	return body, notFound(err, "send")
 }
 
@@ -94,7 +94,7 @@ func (s Tracking) recordIn(ctx context.Context, q Querier, m tracking.Mark) (boo
 // verification proves control of the domain it sits under.
 func (s Tracking) IsTrackingHost(ctx context.Context, host string) (bool, error) {
 	var n int
-	err := s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM domains
+	err := s.db.rd.QueryRowContext(ctx, `SELECT COUNT(*) FROM domains
 		WHERE tracking_domain = $1 AND tracking_domain <> '' AND verified_at IS NOT NULL`, host).Scan(&n)
 	return n > 0, err
 }

@@ -28,7 +28,7 @@ func NewValidationCache(db *DB) *ValidationCache { return &ValidationCache{db: d
 func (c *ValidationCache) Get(ctx context.Context, key string, now time.Time) (validation.Result, bool, error) {
 	var raw string
 	var validated int64
-	err := c.db.r.QueryRowContext(ctx, `SELECT result, validated_at FROM validation_cache
+	err := c.db.rd.QueryRowContext(ctx, `SELECT result, validated_at FROM validation_cache
 		WHERE key = $1 AND expires_at > $2`, key, ms(now)).Scan(&raw, &validated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return validation.Result{}, false, nil

@@ -110,7 +110,7 @@ func (s Webhooks) Create(ctx context.Context, w webhook.Webhook, max int) (webho
 
 // List implements webhook.Store.
 func (s Webhooks) List(ctx context.Context, domainID int64) ([]webhook.Webhook, error) {
-	return s.collect(s.db.r.QueryContext(ctx, `SELECT `+webhookCols+` FROM webhooks WHERE domain_id = $1 ORDER BY id`, domainID))
+	return s.collect(s.db.rd.QueryContext(ctx, `SELECT `+webhookCols+` FROM webhooks WHERE domain_id = $1 ORDER BY id`, domainID))
 }
 
 // Delete implements webhook.Store.
@@ -120,7 +120,7 @@ func (s Webhooks) Delete(ctx context.Context, domainID, id int64) error {
 
 // Due implements webhook.Store.
 func (s Webhooks) Due(ctx context.Context, now time.Time, after webhook.Position, limit int) ([]webhook.Webhook, error) {
-	return s.collect(s.db.r.QueryContext(ctx, `SELECT `+webhookCols+` FROM webhooks
+	return s.collect(s.db.rd.QueryContext(ctx, `SELECT `+webhookCols+` FROM webhooks
 		WHERE next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
 		AND (next_attempt_at > $2 OR (next_attempt_at = $2 AND id > $3))
 		ORDER BY next_attempt_at, id LIMIT $4`,
@@ -178,7 +178,7 @@ func (s Webhooks) RecordPost(ctx context.Context, p webhook.Post) error {
 
 // Posts implements webhook.Store.
 func (s Webhooks) Posts(ctx context.Context, webhookID int64, limit int) ([]webhook.Post, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT created_at, status, error, entries, duration_ms FROM webhook_posts
+	rows, err := s.db.rd.QueryContext(ctx, `SELECT created_at, status, error, entries, duration_ms FROM webhook_posts
 		WHERE webhook_id = $1 ORDER BY id DESC LIMIT $2`, webhookID, limit)
 	if err != nil {
 		return nil, notFound(err, "webhook posts")
