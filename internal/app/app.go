@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/config"
@@ -105,6 +106,11 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	}
 	a.DB = db
 	a.closers = append(a.closers, db.Close)
+	for name, pool := range db.Pools() {
+		// go_sql_* series labelled db_name="writer" ...: open, idle, waits,
+		// and connections closed for idleness (a pool too small churns).
+		a.Registry.MustRegister(collectors.NewDBStatsCollector(pool, name))
+	}
 	if err := db.Migrate(ctx); err != nil {
 		return err
 	}

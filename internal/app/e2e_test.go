@@ -272,6 +272,11 @@ func TestOperationsEndpoints(t *testing.T) {
 	if !bytes.Contains(resp.Body, []byte(`postline_http_requests_total{method="GET",route="/api/domains",status="401"} 1`)) {
 		t.Errorf("metrics lack the 401 on /api/domains:\n%.2000s", resp.Body)
 	}
+	for _, want := range []string{`go_sql_open_connections{db_name="writer"}`, `go_sql_max_idle_closed_total{db_name="reader"} 0`} {
+		if !bytes.Contains(resp.Body, []byte(want)) {
+			t.Errorf("metrics lack the pool statistic %s", want)
+		}
+	}
 	resp = env.Do(apitest.Request{Method: "GET", Path: "/nope", Header: http.Header{"X-Request-Id": {"abc-123"}}})
 	if resp.StatusCode != 404 || resp.Header.Get("X-Request-ID") != "abc-123" {
 		t.Errorf("unknown route: %d request id %q", resp.StatusCode, resp.Header.Get("X-Request-ID"))

@@ -196,6 +196,19 @@ func (db *DB) InTx(ctx context.Context, fn func(q Querier) error) error {
 	return nil
 }
 
+// Pools names the connection pools, for their statistics (the writer, the
+// readers where they are a pool of their own, PostgreSQL's relaxed pool).
+func (db *DB) Pools() map[string]*sql.DB {
+	p := map[string]*sql.DB{"writer": db.w}
+	if db.r != db.w {
+		p["reader"] = db.r
+	}
+	if db.relaxed != nil {
+		p["relaxed"] = db.relaxed
+	}
+	return p
+}
+
 // Writer is the handle for writes outside explicit transactions.
 func (db *DB) Writer() Querier { return db.w }
 
