@@ -51,7 +51,7 @@ func (e Events) reader() Querier {
 	if e.q != nil {
 		return e.q
 	}
-	return e.db.r
+	return e.db.rd
 }
 
 // Insert implements event.Store.
