@@ -111,6 +111,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		// and connections closed for idleness (a pool too small churns).
 		a.Registry.MustRegister(collectors.NewDBStatsCollector(pool, name))
 	}
+	a.Registry.MustRegister(newQueueCollector(db))
 	if err := db.Migrate(ctx); err != nil {
 		return err
 	}
@@ -123,12 +124,13 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if a.Resolver, err = dnsclient.New(dnsclient.Config{Server: cfg.DNSServer}); err != nil {
+	observe := dnsMetrics(a.Registry)
+	if a.Resolver, err = dnsclient.New(dnsclient.Config{Server: cfg.DNSServer, Observe: observe}); err != nil {
 		return err
 	}
 	// Verification bypasses the answer cache: an owner who just published
 	// a record must not be told it is missing for a negative TTL.
-	uncached, err := dnsclient.New(dnsclient.Config{Server: cfg.DNSServer, CacheSize: -1})
+	uncached, err := dnsclient.New(dnsclient.Config{Server: cfg.DNSServer, CacheSize: -1, Observe: observe})
 	if err != nil {
 		return err
 	}

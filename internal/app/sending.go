@@ -37,6 +37,7 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 		Tracking:    a.TrackingURLs,
 		Logger:      a.Logger,
 		Sealer:      box,
+		Metrics:     sending.NewMetrics(a.Registry),
 	}, st, a.Events, a.Domains, a.Suppressions, t, a.Limiter)
 	a.Sending = sending.NewService(st, a.Events, a.Suppressions, sending.Config{Sealer: box}, a.Worker.Wake)
 	return nil

@@ -14,7 +14,7 @@ func (a *App) openWebhooks(box *secret.Box) {
 	st := store.NewWebhooks(a.DB, box)
 	a.Webhooks = webhook.NewService(st, nil)
 	a.dispatcher = webhook.NewDispatcher(webhook.DispatcherConfig{AllowPrivate: a.Config.WebhookAllowPrivate, Logger: a.Logger,
-		Resolver: a.Resolver},
+		Resolver: a.Resolver, Metrics: webhook.NewMetrics(a.Registry)},
 		st, store.NewEvents(a.DB), func(ctx context.Context, id int64) (string, error) {
 			d, err := a.Domains.ByID(ctx, id)
 			return d.Name, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/miekg/dns"
@@ -34,6 +35,10 @@ type Config struct {
 	CacheSize int
 	// NowFunc returns the time used for cache expiry. Default time.Now.
 	NowFunc func() time.Time
+	// Observe, when set, is told the duration and outcome kind ("ok",
+	// "not_found", "no_data", "temporary", ...) of every query sent to the
+	// server (cached answers are not queries), for metrics.
+	Observe func(qtype, outcome string, d time.Duration)
 }
 
 // Resolver sends queries to one recursive resolver and caches the answers.
@@ -43,6 +48,7 @@ type Resolver struct {
 	timeout  time.Duration
 	attempts int
 	now      func() time.Time
+	observe  func(qtype, outcome string, d time.Duration)
 	udp, tcp *dns.Client
 	cache    *cache
 	group    singleflight.Group
@@ -66,6 +72,7 @@ func New(cfg Config) (*Resolver, error) {
 		timeout:  timeout,
 		attempts: cmp.Or(cfg.Attempts, 2),
 		now:      cfg.NowFunc,
+		observe:  cfg.Observe,
 		udp:      &dns.Client{Net: "udp", Timeout: timeout, UDPSize: ednsSize},
 		tcp:      &dns.Client{Net: "tcp", Timeout: timeout},
 		cache:    newCache(cmp.Or(cfg.CacheSize, 10000)),
@@ -118,7 +125,15 @@ func (r *Resolver) query(ctx context.Context, name string, qtype uint16) ([]dns.
 		return res.unpack(name, qt)
 	}
 	ch := r.group.DoChan(norm+"/"+qt, func() (any, error) {
+		started := time.Now()
 		res := r.exchange(norm, qtype)
+		if r.observe != nil {
+			outcome := "ok"
+			if res.kind != 0 {
+				outcome = strings.ReplaceAll(res.kind.String(), " ", "_")
+			}
+			r.observe(qt, outcome, time.Since(started))
+		}
 		r.cache.put(key, res, r.now())
 		return res, nil
 	})

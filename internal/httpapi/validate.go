@@ -43,6 +43,7 @@ func (s *Server) validateOne(w http.ResponseWriter, r *http.Request, p account.P
 	if err != nil {
 		return err
 	}
+	s.metrics.validated(res)
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": res})
 	return nil
 }
@@ -80,6 +81,9 @@ func (s *Server) handleValidateBulkStrict(w http.ResponseWriter, r *http.Request
 	results, sum, err := s.Validator.ValidateBatchAs(r.Context(), p.AccountID, validation.ModeStrict, emails)
 	if err != nil {
 		return err
+	}
+	for _, res := range results {
+		s.metrics.validated(res)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": map[string]any{"results": results, "summary": sum}})
 	return nil

@@ -65,8 +65,10 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 		return
 	}
 	env := delivery.Envelope{From: w.envelopeFrom(dom, d), To: d.Recipient}
+	started := time.Now()
 	res, err := w.transport.Send(ctx, route(dom), env, msg)
-	w.record(ctx, d, res, err)
+	w.cfg.Metrics.attempted(dom.Delivery.Mode, time.Since(started))
+	w.record(ctx, d, dom.Delivery.Mode, res, err)
 }
 
 func route(d domain.Domain) delivery.Route {
@@ -76,10 +78,10 @@ func route(d domain.Domain) delivery.Route {
 
 // record turns the transport's answer into the delivery's next state and
 // its log entries.
-func (w *Worker) record(ctx context.Context, d Delivery, res delivery.Result, err error) {
+func (w *Worker) record(ctx context.Context, d Delivery, transport string, res delivery.Result, err error) {
 	now := w.cfg.Now()
 	if err == nil {
-		w.finish(ctx, d, Outcome{State: StateDelivered, Code: res.Code, Message: res.Message}, []event.Entry{
+		w.finish(ctx, d, Outcome{Transport: transport, State: StateDelivered, Code: res.Code, Message: res.Message}, []event.Entry{
 			deliveryEntry(d, event.Delivered, now, map[string]any{"smtp_code": res.Code, "enhanced_code": res.Enhanced,
 				"smtp_message": res.Message, "mx_host": res.Host, "attempt": d.Attempts, "tls": res.TLS})}, nil)
 		return
@@ -91,11 +93,11 @@ func (w *Worker) record(ctx context.Context, d Delivery, res delivery.Result, er
 		fail := deliveryEntry(d, event.TemporaryFail, now, details)
 		next, ok := w.cfg.Policy.Next(d.CreatedAt, now, d.Attempts, e.RetryAfter())
 		if !ok {
-			w.finish(ctx, d, Outcome{State: StateFailed, Code: e.Code, Message: e.Message}, []event.Entry{fail,
+			w.finish(ctx, d, Outcome{Transport: transport, State: StateFailed, Code: e.Code, Message: e.Message}, []event.Entry{fail,
 				deliveryEntry(d, event.Failed, now, map[string]any{"reason": "max_age_exceeded", "attempt": d.Attempts})}, nil)
 			return
 		}
-		w.finish(ctx, d, Outcome{State: StateDeferred, NextAttemptAt: next, Code: e.Code, Message: e.Message}, []event.Entry{fail,
+		w.finish(ctx, d, Outcome{Transport: transport, State: StateDeferred, NextAttemptAt: next, Code: e.Code, Message: e.Message}, []event.Entry{fail,
 			deliveryEntry(d, event.Deferred, now, map[string]any{"next_attempt_at": next.UTC().Format(time.RFC3339Nano), "attempt": d.Attempts})}, nil)
 		return
 	}
@@ -108,11 +110,11 @@ func (w *Worker) record(ctx context.Context, d Delivery, res delivery.Result, er
 			src = fmt.Sprintf("bounce:%d", e.Code)
 		}
 		bounce.Source = &src
-		w.finish(ctx, d, Outcome{State: StateBounced, Code: e.Code, Message: e.Message}, []event.Entry{perm,
+		w.finish(ctx, d, Outcome{Transport: transport, State: StateBounced, Code: e.Code, Message: e.Message}, []event.Entry{perm,
 			deliveryEntry(d, event.Bounced, now, details)}, bounce)
 		return
 	}
-	w.finish(ctx, d, Outcome{State: StateFailed, Code: e.Code, Message: e.Message}, []event.Entry{perm,
+	w.finish(ctx, d, Outcome{Transport: transport, State: StateFailed, Code: e.Code, Message: e.Message}, []event.Entry{perm,
 		deliveryEntry(d, event.Failed, now, map[string]any{"reason": "permanent_failure", "attempt": d.Attempts})}, nil)
 }
 
@@ -132,6 +134,11 @@ func (w *Worker) retryLater(ctx context.Context, d Delivery, cause error) {
 }
 
 func (w *Worker) finish(ctx context.Context, d Delivery, o Outcome, entries []event.Entry, bounce *suppression.Entry) {
+	transport := o.Transport
+	if transport == "" {
+		transport = "none"
+	}
+	w.cfg.Metrics.outcome(o.State, transport)
 	held, err := w.complete(ctx, Completion{ID: d.ID, Outcome: o, Entries: entries, Bounce: bounce})
 	if err != nil {
 		w.cfg.Logger.Error("recording delivery outcome failed; the lease will expire and the attempt repeat",

@@ -47,7 +47,10 @@ func (w *Worker) build(ctx context.Context, dom domain.Domain, d Delivery) ([]by
 	if err != nil {
 		return nil, err
 	}
-	return signer.Sign(raw)
+	started := time.Now()
+	signed, err := signer.Sign(raw)
+	w.cfg.Metrics.signed(time.Since(started))
+	return signed, err
 }
 
 // signerCache keeps one parsed DKIM signer per domain and signing

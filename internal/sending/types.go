@@ -64,6 +64,9 @@ type Outcome struct {
 	NextAttemptAt time.Time // deferred only
 	Code          int
 	Message       string
+	// Transport is how the attempt left (direct, smtp; "" before sending),
+	// for the metrics only.
+	Transport string
 }
 
 // EnqueueJob is one Enqueue call's arguments, for EnqueueMany.

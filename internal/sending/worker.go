@@ -31,7 +31,9 @@ type WorkerConfig struct {
 	DomainRate  int           // messages per minute per domain; 0 = unlimited
 	Grace       time.Duration // how long Stop lets attempts finish (default 10s)
 	// Sealer opens the attachment options the Service sealed.
-	Sealer  Sealer
+	Sealer Sealer
+	// Metrics counts outcomes and times attempts; nil counts nothing.
+	Metrics *Metrics
 	Policy  Policy
 	VERPKey []byte // signs bounce addresses under authentication domains
 	// Tracking, when set, adds the domain's open, click and unsubscribe

@@ -38,6 +38,8 @@ type DispatcherConfig struct {
 	Resolver Resolver
 	Now      func() time.Time
 	Logger   *slog.Logger
+	// Metrics counts posts and their lag; nil counts nothing.
+	Metrics *Metrics
 }
 
 // Dispatcher posts log entries to webhooks.
@@ -231,6 +233,7 @@ func (d *Dispatcher) deliver(ctx context.Context, w Webhook, hi int64) error {
 		if rerr := d.store.RecordPost(rec, p); rerr != nil {
 			d.cfg.Logger.Warn("webhooks: recording a post", "webhook", w.ID, "error", rerr)
 		}
+		d.cfg.Metrics.posted(err == nil, d.cfg.Now().Sub(batch[0].CreatedAt))
 		if err != nil {
 			return d.fail(rec, w, err)
 		}

@@ -1,0 +1,67 @@
+package sending
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the delivery counters and timings the workers keep. Every
+// outcome and transport series exists from the start (at 0), so a
+// dashboard's rate() has a baseline before the first failure.
+type Metrics struct {
+	deliveries *prometheus.CounterVec
+	attempt    *prometheus.HistogramVec
+	sign       prometheus.Histogram
+}
+
+// Outcomes counted by postline_deliveries_total.
+var outcomeStates = []string{StateDelivered, StateDeferred, StateBounced, StateFailed}
+
+// Transports: how a delivery left ("none" when it failed before sending).
+var transports = []string{"direct", "smtp", "none"}
+
+// NewMetrics registers the delivery metrics with reg (nil keeps them
+// unregistered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "postline_deliveries_total",
+			Help: "Delivery attempts by outcome (delivered, deferred, bounced, failed) and transport (direct, smtp; none before sending)."},
+			[]string{"outcome", "transport"}),
+		attempt: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "postline_delivery_attempt_seconds",
+			Help:    "Time of one SMTP delivery attempt, connection included, by transport.",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}}, []string{"transport"}),
+		sign: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "postline_dkim_sign_seconds",
+			Help: "Time to DKIM-sign one message.", Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1}}),
+	}
+	for _, o := range outcomeStates {
+		for _, t := range transports {
+			m.deliveries.WithLabelValues(o, t)
+		}
+	}
+	for _, t := range transports[:2] {
+		m.attempt.WithLabelValues(t)
+	}
+	if reg != nil {
+		reg.MustRegister(m.deliveries, m.attempt, m.sign)
+	}
+	return m
+}
+
+func (m *Metrics) outcome(state, transport string) {
+	if m != nil {
+		m.deliveries.WithLabelValues(state, transport).Inc()
+	}
+}
+
+func (m *Metrics) attempted(transport string, d time.Duration) {
+	if m != nil {
+		m.attempt.WithLabelValues(transport).Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) signed(d time.Duration) {
+	if m != nil {
+		m.sign.Observe(d.Seconds())
+	}
+}
