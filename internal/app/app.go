@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +32,7 @@ import (
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/store"
 	"github.com/postline/postline/internal/suppression"
+	"github.com/postline/postline/internal/tlscert"
 	"github.com/postline/postline/internal/tracking"
 	"github.com/postline/postline/internal/validation"
 	"github.com/postline/postline/internal/webhook"
@@ -257,13 +259,26 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 			a.Inbound.Shutdown(sctx) //nolint:errcheck // shutting down anyway
 		}()
 	}
+	scheme := "http"
+	if a.Config.APITLS {
+		certs, err := tlscert.New(a.Config.TLSCert, a.Config.TLSKey)
+		if err != nil {
+			return err
+		}
+		certs.OnError = func(err error) {
+			a.Logger.Error("new TLS certificate not loaded; the previous one stays", "error", err)
+		}
+		tc := certs.Config()
+		tc.NextProtos = []string{"http/1.1"}
+		ln, scheme = tls.NewListener(ln, tc), "https"
+	}
 	api := a.API()
 	srv := httpapi.HTTPServer(ln.Addr().String(), api.Handler(), a.Logger)
 	srv.RegisterOnShutdown(api.StopStreams)
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	a.Logger.Info("listening", "addr", ln.Addr().String(), "database", redactURL(a.Config.Database()))
+	a.Logger.Info("listening", "addr", ln.Addr().String(), "scheme", scheme, "database", redactURL(a.Config.Database()))
 	select {
 	case err := <-errc:
 		return err

@@ -57,6 +57,12 @@ type Config struct {
 
 	LogRetention time.Duration // delivery log entries older than this are pruned; 0 keeps them
 
+	// APITLS serves the HTTP listener over TLS with TLSCert and TLSKey (PEM
+	// files, reloaded when they change); without it the API is plain HTTP,
+	// for deployments behind a reverse proxy.
+	APITLS          bool
+	TLSCert, TLSKey string
+
 	DomainClaimTTL time.Duration // how long an unverified domain claim lasts
 	// TrackingPerAddressPerMinute is how many opens, clicks and
 	// unsubscribes one client address may record a minute; past it the
@@ -161,6 +167,9 @@ func (c Config) EffectivePublicURL() string {
 	if c.PublicURL != "" {
 		return strings.TrimRight(c.PublicURL, "/")
 	}
+	if c.APITLS {
+		return "https://" + c.Addr
+	}
 	return "http://" + c.Addr
 }
 
@@ -254,6 +263,12 @@ func (c Config) Validate() error {
 	}
 	if c.LogRetention != 0 && c.LogRetention < time.Hour {
 		bad("log-retention", "must be 0 (keep forever) or at least 1h, got %s", c.LogRetention)
+	}
+	if c.APITLS && (c.TLSCert == "" || c.TLSKey == "") {
+		bad("api-tls", "needs --tls-cert and --tls-key (PEM files)")
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		bad("tls-cert", "--tls-cert and --tls-key go together")
 	}
 	if c.DomainClaimTTL < time.Hour {
 		bad("domain-claim-ttl", "must be at least 1h, got %s", c.DomainClaimTTL)

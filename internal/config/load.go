@@ -71,6 +71,9 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 		}
 		return err
 	})
+	fs.BoolVar(&cfg.APITLS, "api-tls", false, "serve the HTTP API over TLS with --tls-cert and --tls-key (default plain HTTP, for a reverse proxy)")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate `file` (chain included) of the TLS listeners; reloaded when it changes")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key `file` of --tls-cert")
 	fs.Func("domain-claim-ttl", "how long an unverified domain claim lasts before it is deleted, e.g. 72h or 3d (default 72h)", func(s string) error {
 		d, err := parseDays(s)
 		if err == nil {
