@@ -35,6 +35,10 @@ func commandTree() *cmd {
 					"a key given by --secret-key or POSTLINE_SECRET_KEY must be changed where it is set: the new key is printed.",
 				setup: setupSecretRotate, maxArgs: 0},
 		}},
+		{name: "backup", args: "PATH", summary: "write a consistent copy of the SQLite database to PATH while serve runs (VACUUM INTO)",
+			help: "PATH must not exist. The copy holds sealed values: keep the secret key with it (DATA_DIR/secret.key).\n" +
+				"For PostgreSQL use pg_dump.",
+			setup: setupBackup, minArgs: 1, maxArgs: 1},
 		{name: "dev", summary: "tools for trying Postline on one machine", subs: []*cmd{
 			{name: "seed-log", args: "DOMAIN", summary: "record realistic log entries of every type over the last 30 days",
 				setup: setupSeedLog, minArgs: 1, maxArgs: 1},
