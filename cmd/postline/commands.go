@@ -35,6 +35,13 @@ func commandTree() *cmd {
 					"a key given by --secret-key or POSTLINE_SECRET_KEY must be changed where it is set: the new key is printed.",
 				setup: setupSecretRotate, maxArgs: 0},
 		}},
+		{name: "store", summary: "the database itself", subs: []*cmd{
+			{name: "copy", summary: "copy the SQLite database into a new PostgreSQL database (--to postgres://...)",
+				help: "Stop every `postline serve` first. The target must be migrated or empty of rows; every table is copied\n" +
+					"in batches with its ids, sealed secrets, queue state, log and counts, then row counts are compared.\n" +
+					"Afterwards run serve with --database-url set to the PostgreSQL URL and the same secret key.",
+				setup: setupStoreCopy, maxArgs: 0},
+		}},
 		{name: "backup", args: "PATH", summary: "write a consistent copy of the SQLite database to PATH while serve runs (VACUUM INTO)",
 			help: "PATH must not exist. The copy holds sealed values: keep the secret key with it (DATA_DIR/secret.key).\n" +
 				"For PostgreSQL use pg_dump.",

@@ -13,6 +13,7 @@ import (
 	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/dnstest"
 	"github.com/postline/postline/internal/secret"
+	"github.com/postline/postline/internal/store"
 	"github.com/postline/postline/internal/testutil"
 )
 
@@ -450,5 +451,30 @@ func TestBackupCopiesTheDatabase(t *testing.T) {
 	copyURL := "sqlite:" + filepath.Join(dir, "copy.db")
 	if out := must("suppression", "list", "shop.example", "--type", "bounce", "--database-url", copyURL); !strings.Contains(out, "gone@x.example") {
 		t.Errorf("the copy lacks the suppression: %q", out)
+	}
+}
+
+// TestStoreCopyCommand: `postline store copy --to` copies the data
+// directory's SQLite database into PostgreSQL and prints the row counts
+// of both sides; it refuses a target that is not PostgreSQL, and a target
+// that already has rows.
+func TestStoreCopyCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cli(t, dir, "user", "create", "alice")
+	cli(t, dir, "domain", "add", "alice", "shop.example", "--direct")
+	if code, _, errs := cli(t, dir, "store", "copy", "--to", "mysql://x"); code != 2 || !strings.Contains(errs, "--to must be a postgres:// URL") {
+		t.Errorf("store copy --to mysql: exit %d %q", code, errs)
+	}
+	pg := testutil.DatabaseURL(t, store.Postgres) // skips without PostgreSQL
+	code, out, errs := cli(t, dir, "store", "copy", "--to", pg)
+	if code != 0 || !strings.Contains(out, "copied") || !regexp.MustCompile(`(?m)^domains\s+1\s+1$`).MatchString(out) {
+		t.Fatalf("store copy: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, _, errs := cli(t, dir, "store", "copy", "--to", pg); code == 0 || !strings.Contains(errs, "not empty") {
+		t.Errorf("a second copy into the same database: exit %d %q", code, errs)
+	}
+	if code, out, errs := cli(t, dir, "domain", "show", "shop.example", "--database-url", pg); code != 0 || !strings.Contains(out, "account:   alice") {
+		t.Errorf("the copy read from PostgreSQL: exit %d %q %q", code, out, errs)
 	}
 }

@@ -144,6 +144,13 @@ var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Reques
 // Do sends r and validates the response against the OpenAPI document.
 func (e *Env) Do(r Request) *Response {
 	e.t.Helper()
+	return e.DoAt(e.URL, r)
+}
+
+// DoAt is Do against another server (base: "http://host:port"), with the
+// same checks.
+func (e *Env) DoAt(base string, r Request) *Response {
+	e.t.Helper()
 	var body io.Reader
 	var raw []byte
 	switch b := r.Body.(type) {
@@ -161,7 +168,7 @@ func (e *Env) Do(r Request) *Response {
 	if raw != nil {
 		body = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequest(r.Method, e.URL+r.Path, body)
+	req, err := http.NewRequest(r.Method, base+r.Path, body)
 	if err != nil {
 		e.t.Fatal(err)
 	}
