@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"github.com/postline/postline/internal/attachproc"
 	"io"
 	"net"
 	"net/http"
@@ -31,6 +32,9 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 })
 
 func TestMain(m *testing.M) {
+	if attachproc.IsChild() { // servers started in-process use this binary as their attachment worker
+		os.Exit(attachproc.ChildMain())
+	}
 	code := m.Run()
 	if bin, err := buildBinary(); err == nil {
 		os.RemoveAll(filepath.Dir(bin))

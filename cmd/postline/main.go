@@ -12,9 +12,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/postline/postline/internal/attachproc"
 )
 
 func main() {
+	if attachproc.IsChild() { // the server's attachment worker (internal/attachproc)
+		os.Exit(attachproc.ChildMain())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
 	stop()

@@ -1,8 +1,12 @@
 package app
 
 import (
+	"os"
+
 	"context"
 	"crypto/tls"
+	"github.com/postline/postline/internal/attach"
+	"github.com/postline/postline/internal/attachproc"
 
 	"github.com/postline/postline/internal/delivery"
 	"github.com/postline/postline/internal/secret"
@@ -38,6 +42,7 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 		Logger:      a.Logger,
 		Sealer:      box,
 		Metrics:     sending.NewMetrics(a.Registry),
+		Process:     a.attachProcessor(),
 	}, st, a.Events, a.Domains, a.Suppressions, t, a.Limiter)
 	a.Sending = sending.NewService(st, a.Events, a.Suppressions, sending.Config{Sealer: box}, a.Worker.Wake)
 	return nil
@@ -50,4 +55,18 @@ func (a *App) StartWorkers(ctx context.Context) error {
 	}
 	a.closers = append(a.closers, func() error { a.Worker.Stop(); return nil })
 	return nil
+}
+
+// attachProcessor is the child-process runner of attachment processing
+// (nil, in process, when isolation is off or the executable is unknown).
+func (a *App) attachProcessor() func(context.Context, []attach.File, attach.Options) (attach.Result, error) {
+	if !a.Config.AttachIsolation {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		a.Logger.Warn("attachments are processed in the server process: its executable is unknown", "error", err)
+		return nil
+	}
+	return attachproc.Runner{Exe: exe, Memory: int64(a.Config.AttachMemoryMiB) << 20, Timeout: a.Config.AttachTimeout}.Process
 }

@@ -63,6 +63,12 @@ type Config struct {
 	APITLS          bool
 	TLSCert, TLSKey string
 
+	// AttachIsolation runs attachment processing in a child process limited
+	// to AttachMemoryMiB of address space and AttachTimeout.
+	AttachIsolation bool
+	AttachMemoryMiB int
+	AttachTimeout   time.Duration
+
 	DomainClaimTTL time.Duration // how long an unverified domain claim lasts
 	// TrackingPerAddressPerMinute is how many opens, clicks and
 	// unsubscribes one client address may record a minute; past it the
@@ -142,6 +148,9 @@ func Default() Config {
 		ShutdownTimeout:    15 * time.Second,
 		LogRetention:       30 * 24 * time.Hour,
 		DomainClaimTTL:     72 * time.Hour,
+		AttachIsolation:    true,
+		AttachMemoryMiB:    1024,
+		AttachTimeout:      2 * time.Minute,
 
 		TrackingPerAddressPerMinute: 120,
 	}
@@ -269,6 +278,12 @@ func (c Config) Validate() error {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		bad("tls-cert", "--tls-cert and --tls-key go together")
+	}
+	if c.AttachMemoryMiB < 64 {
+		bad("attach-memory-limit", "must be at least 64 (MiB), got %d", c.AttachMemoryMiB)
+	}
+	if c.AttachTimeout < time.Second {
+		bad("attach-timeout", "must be at least 1s, got %s", c.AttachTimeout)
 	}
 	if c.DomainClaimTTL < time.Hour {
 		bad("domain-claim-ttl", "must be at least 1h, got %s", c.DomainClaimTTL)

@@ -74,6 +74,10 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.BoolVar(&cfg.APITLS, "api-tls", false, "serve the HTTP API over TLS with --tls-cert and --tls-key (default plain HTTP, for a reverse proxy)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate `file` (chain included) of the TLS listeners; reloaded when it changes")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key `file` of --tls-cert")
+	fs.BoolVar(&cfg.AttachIsolation, "attach-isolation", cfg.AttachIsolation,
+		"process attachments (watermarks, archives) in a child process with memory and time limits")
+	fs.IntVar(&cfg.AttachMemoryMiB, "attach-memory-limit", cfg.AttachMemoryMiB, "address-space limit of the attachment child process, in `MiB`")
+	fs.DurationVar(&cfg.AttachTimeout, "attach-timeout", cfg.AttachTimeout, "how long the attachment child process may run for one send")
 	fs.Func("domain-claim-ttl", "how long an unverified domain claim lasts before it is deleted, e.g. 72h or 3d (default 72h)", func(s string) error {
 		d, err := parseDays(s)
 		if err == nil {

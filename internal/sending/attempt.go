@@ -2,6 +2,7 @@ package sending
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -60,8 +61,12 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 		return // stopping: the lease expires and the delivery is retried, not failed
 	}
 	if err != nil {
+		reason := "build_failed"
+		if errors.Is(err, errAttachments) {
+			reason = "attachment_processing_failed"
+		}
 		w.finish(ctx, d, Outcome{State: StateFailed, Message: err.Error()}, []event.Entry{
-			deliveryEntry(d, event.Failed, w.cfg.Now(), map[string]any{"reason": "build_failed", "error": err.Error(), "attempt": d.Attempts})}, nil)
+			deliveryEntry(d, event.Failed, w.cfg.Now(), map[string]any{"reason": reason, "error": err.Error(), "attempt": d.Attempts})}, nil)
 		return
 	}
 	env := delivery.Envelope{From: w.envelopeFrom(dom, d), To: d.Recipient}

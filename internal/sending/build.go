@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -88,6 +89,10 @@ func (c *signerCache) get(dom domain.Domain) (*message.Signer, error) {
 	return s, nil
 }
 
+// errAttachments is a send whose attachments could not be processed: the
+// delivery fails with reason attachment_processing_failed.
+var errAttachments = errors.New("attachment processing failed")
+
 func (w *Worker) process(ctx context.Context, snd Send, atts []Attachment) ([]Attachment, error) {
 	// Two sends' attachments at most are processed at once per process:
 	// decoded images and PDFs take up to a few hundred megabytes each.
@@ -117,9 +122,16 @@ func (w *Worker) process(ctx context.Context, snd Send, atts []Attachment) ([]At
 	for i, a := range atts {
 		files[i] = attach.File{Name: a.Filename, ContentType: a.ContentType, Data: a.Data}
 	}
-	res, err := attach.Process(ctx, files, opts)
+	process := w.cfg.Process
+	if process == nil {
+		process = attach.Process
+	}
+	res, err := process(ctx, files, opts)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %v", errAttachments, err)
 	}
 	out := make([]Attachment, len(res.Files))
 	for i, f := range res.Files {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/postline/postline/internal/attach"
 	"github.com/postline/postline/internal/delivery"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/event"
@@ -32,6 +33,11 @@ type WorkerConfig struct {
 	Grace       time.Duration // how long Stop lets attempts finish (default 10s)
 	// Sealer opens the attachment options the Service sealed.
 	Sealer Sealer
+	// Process processes a send's attachments (watermarks, archives); nil
+	// runs attach.Process in this process. The server passes a child
+	// process runner (internal/attachproc) so a hostile file cannot take
+	// it down.
+	Process func(ctx context.Context, files []attach.File, opts attach.Options) (attach.Result, error)
 	// Metrics counts outcomes and times attempts; nil counts nothing.
 	Metrics *Metrics
 	Policy  Policy
