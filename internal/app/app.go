@@ -31,6 +31,7 @@ import (
 	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/store"
+	"github.com/postline/postline/internal/submission"
 	"github.com/postline/postline/internal/suppression"
 	"github.com/postline/postline/internal/tlscert"
 	"github.com/postline/postline/internal/tracking"
@@ -69,6 +70,9 @@ type App struct {
 	bounceHistory *validation.History
 	Limiter       *ratelimit.Limiter
 	Registry      *prometheus.Registry
+	// Submission is the SMTP submission service, once Serve started it
+	// (nil when no submission listener is configured).
+	Submission *submission.Server
 
 	// SecretKey seals DKIM keys, relay passwords and webhook secrets, and
 	// derives the tracking and VERP keys.
@@ -249,6 +253,13 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	a.dispatcher.Start(ctx)
 	defer a.dispatcher.Stop()
+	stopSubmission, err := a.startSubmission()
+	if err != nil {
+		return err
+	}
+	if stopSubmission != nil {
+		defer stopSubmission()
+	}
 	if a.Inbound != nil {
 		if err := a.Inbound.Listen(a.Config.SMTPListen); err != nil {
 			return err

@@ -63,6 +63,16 @@ type Config struct {
 	APITLS          bool
 	TLSCert, TLSKey string
 
+	// SubmissionListen and SubmissionsListen are the SMTP submission
+	// listeners (STARTTLS, and implicit TLS); empty: off.
+	SubmissionListen, SubmissionsListen string
+	SubmissionMaxBytes                  int64
+	// SubmissionAllowPlainAuth offers AUTH before TLS (loopback only).
+	SubmissionAllowPlainAuth bool
+	// AuthAttemptsPerLogin and AuthAttemptsPerAddress bound failed
+	// credential checks (SMTP AUTH, console sign-in) in 15 minutes.
+	AuthAttemptsPerLogin, AuthAttemptsPerAddress int
+
 	// AttachIsolation runs attachment processing in a child process limited
 	// to AttachMemoryMiB of address space and AttachTimeout.
 	AttachIsolation bool
@@ -149,8 +159,12 @@ func Default() Config {
 		LogRetention:       30 * 24 * time.Hour,
 		DomainClaimTTL:     72 * time.Hour,
 		AttachIsolation:    true,
-		AttachMemoryMiB:    1024,
-		AttachTimeout:      2 * time.Minute,
+		SubmissionMaxBytes: 35 << 20,
+
+		AuthAttemptsPerLogin:   10,
+		AuthAttemptsPerAddress: 50,
+		AttachMemoryMiB:        1024,
+		AttachTimeout:          2 * time.Minute,
 
 		TrackingPerAddressPerMinute: 120,
 	}
@@ -279,6 +293,19 @@ func (c Config) Validate() error {
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		bad("tls-cert", "--tls-cert and --tls-key go together")
 	}
+	if c.SubmissionAllowPlainAuth {
+		for flag, addr := range map[string]string{"submission-listen": c.SubmissionListen, "submissions-listen": c.SubmissionsListen} {
+			if addr != "" && !IsLoopback(addr) {
+				bad("submission-allow-plain-auth", "is for loopback listeners only; %s is %s", flag, addr)
+			}
+		}
+	}
+	if c.SubmissionMaxBytes < 1024 {
+		bad("submission-max-bytes", "must be at least 1024, got %d", c.SubmissionMaxBytes)
+	}
+	if c.AuthAttemptsPerLogin < 1 || c.AuthAttemptsPerAddress < 1 {
+		bad("auth-attempts-per-login", "the failed-attempt limits must be at least 1")
+	}
 	if c.AttachMemoryMiB < 64 {
 		bad("attach-memory-limit", "must be at least 64 (MiB), got %d", c.AttachMemoryMiB)
 	}
@@ -312,4 +339,18 @@ func redact(s string) string {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
 	return u.String()
+}
+
+// IsLoopback reports whether a listen address (host:port) is on a loopback
+// address (127.0.0.0/8, ::1, localhost).
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -74,6 +74,12 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.BoolVar(&cfg.APITLS, "api-tls", false, "serve the HTTP API over TLS with --tls-cert and --tls-key (default plain HTTP, for a reverse proxy)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate `file` (chain included) of the TLS listeners; reloaded when it changes")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key `file` of --tls-cert")
+	fs.StringVar(&cfg.SubmissionListen, "submission-listen", "", "SMTP submission listen `host:port` with STARTTLS, e.g. :587 (off when empty)")
+	fs.StringVar(&cfg.SubmissionsListen, "submissions-listen", "", "SMTP submission listen `host:port` with implicit TLS, e.g. :465 (off when empty)")
+	fs.Int64Var(&cfg.SubmissionMaxBytes, "submission-max-bytes", cfg.SubmissionMaxBytes, "largest message SMTP submission accepts (SIZE), in bytes")
+	fs.BoolVar(&cfg.SubmissionAllowPlainAuth, "submission-allow-plain-auth", false, "offer AUTH before TLS on loopback submission listeners (tests)")
+	fs.IntVar(&cfg.AuthAttemptsPerLogin, "auth-attempts-per-login", cfg.AuthAttemptsPerLogin, "failed SMTP AUTH attempts per login in 15 minutes before it is refused")
+	fs.IntVar(&cfg.AuthAttemptsPerAddress, "auth-attempts-per-address", cfg.AuthAttemptsPerAddress, "failed SMTP AUTH attempts per client address in 15 minutes before it is refused")
 	fs.BoolVar(&cfg.AttachIsolation, "attach-isolation", cfg.AttachIsolation,
 		"process attachments (watermarks, archives) in a child process with memory and time limits")
 	fs.IntVar(&cfg.AttachMemoryMiB, "attach-memory-limit", cfg.AttachMemoryMiB, "address-space limit of the attachment child process, in `MiB`")

@@ -26,6 +26,11 @@ func (w *Worker) build(ctx context.Context, dom domain.Domain, d Delivery) ([]by
 	if err != nil {
 		return nil, err
 	}
+	if len(snd.Raw) > 0 {
+		// Submitted over SMTP: the client's message as it is, for every
+		// recipient; only the DKIM signature is added.
+		return w.sign(dom, snd.Raw)
+	}
 	if !snd.Processed && strings.TrimSpace(snd.Options) != "" {
 		if atts, err = w.process(ctx, snd, atts); err != nil {
 			return nil, err
@@ -44,6 +49,10 @@ func (w *Worker) build(ctx context.Context, dom domain.Domain, d Delivery) ([]by
 	if err != nil {
 		return nil, err
 	}
+	return w.sign(dom, raw)
+}
+
+func (w *Worker) sign(dom domain.Domain, raw []byte) ([]byte, error) {
 	signer, err := w.signers.get(dom)
 	if err != nil {
 		return nil, err

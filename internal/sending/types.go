@@ -40,6 +40,10 @@ type Send struct {
 	Tags      string
 	Processed bool
 	CreatedAt time.Time
+	// Raw is a message submitted over SMTP, as the client sent it (Bcc
+	// removed, Message-ID and Date added when missing): sent as it is to
+	// every recipient, DKIM-signed, instead of being built from the fields.
+	Raw []byte
 }
 
 // Delivery is one recipient's row in the queue, with the send fields the

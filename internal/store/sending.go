@@ -170,9 +170,9 @@ func (s Sending) LoadSend(ctx context.Context, id int64) (sending.Send, []sendin
 	var processed int
 	var created int64
 	err := s.db.rd.QueryRowContext(ctx, `SELECT id, domain_id, account_id, from_addr, from_name, reply_to, subject, text_body,
-		html_body, headers, options, tags, processed, created_at FROM sends WHERE id = $1`, id).Scan(&snd.ID, &snd.DomainID,
+		html_body, headers, options, tags, processed, created_at, raw FROM sends WHERE id = $1`, id).Scan(&snd.ID, &snd.DomainID,
 		&snd.AccountID, &snd.From, &snd.FromName, &snd.ReplyTo, &snd.Subject, &snd.Text, &snd.HTML, &headers, &snd.Options,
-		&snd.Tags, &processed, &created)
+		&snd.Tags, &processed, &created, &snd.Raw)
 	if err != nil {
 		return snd, nil, notFound(err, "send")
 	}

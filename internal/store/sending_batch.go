@@ -114,8 +114,8 @@ func (c *stmtCache) queryRow(ctx context.Context, q Querier, query string, args 
 
 const (
 	insertSend = `INSERT INTO sends (domain_id, account_id, from_addr, from_name, reply_to, subject,
-			text_body, html_body, headers, options, tags, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`
+			text_body, html_body, headers, options, tags, created_at, raw)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`
 	insertDelivery = `INSERT INTO deliveries (send_id, domain_id, message_id, recipient, state,
 				next_attempt_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id`
 )
@@ -161,7 +161,7 @@ func (s Sending) insertJobsEach(ctx context.Context, q Querier, jobs []sending.E
 	for i, j := range jobs {
 		snd := j.Send
 		err := s.stmts.queryRow(ctx, q, insertSend, snd.DomainID, snd.AccountID, snd.From, snd.FromName, snd.ReplyTo,
-			snd.Subject, snd.Text, snd.HTML, headers[i], snd.Options, snd.Tags, ms(snd.CreatedAt)).Scan(&snd.ID)
+			snd.Subject, snd.Text, snd.HTML, headers[i], snd.Options, snd.Tags, ms(snd.CreatedAt), rawOf(snd)).Scan(&snd.ID)
 		if err != nil {
 			return notFound(err, "send")
 		}
@@ -200,7 +200,7 @@ func (s Sending) insertJobsPG(ctx context.Context, q Querier, jobs []sending.Enq
 		snd := j.Send
 		snd.ID = sendIDs[i]
 		sends[i] = []any{snd.ID, snd.DomainID, snd.AccountID, snd.From, snd.FromName, snd.ReplyTo, snd.Subject, snd.Text,
-			snd.HTML, headers[i], snd.Options, snd.Tags, ms(snd.CreatedAt)}
+			snd.HTML, headers[i], snd.Options, snd.Tags, ms(snd.CreatedAt), rawOf(snd)}
 		for k := range j.Deliveries {
 			d := &j.Deliveries[k]
 			d.SendID, d.ID = snd.ID, deliveryIDs[len(deliveries)]
@@ -209,7 +209,7 @@ func (s Sending) insertJobsPG(ctx context.Context, q Querier, jobs []sending.Enq
 		}
 	}
 	if err := insertValues(ctx, q, `INSERT INTO sends (id, domain_id, account_id, from_addr, from_name, reply_to, subject,
-		text_body, html_body, headers, options, tags, created_at) VALUES `, sends); err != nil {
+		text_body, html_body, headers, options, tags, created_at, raw) VALUES `, sends); err != nil {
 		return notFound(err, "send")
 	}
 	if err := insertValues(ctx, q, `INSERT INTO deliveries (id, send_id, domain_id, message_id, recipient, state,
@@ -401,7 +401,7 @@ func (s Sending) LoadSends(ctx context.Context, ids []int64) (map[int64]sending.
 	}
 	in, args := inList(ids)
 	rows, err := s.db.rd.QueryContext(ctx, `SELECT id, domain_id, account_id, from_addr, from_name, reply_to, subject, text_body,
-		html_body, headers, options, tags, processed, created_at FROM sends WHERE id IN (`+in+`)`, args...)
+		html_body, headers, options, tags, processed, created_at, raw FROM sends WHERE id IN (`+in+`)`, args...)
 	if err != nil {
 		return nil, notFound(err, "sends")
 	}
@@ -412,7 +412,7 @@ func (s Sending) LoadSends(ctx context.Context, ids []int64) (map[int64]sending.
 		var processed int
 		var created int64
 		if err := rows.Scan(&snd.ID, &snd.DomainID, &snd.AccountID, &snd.From, &snd.FromName, &snd.ReplyTo, &snd.Subject,
-			&snd.Text, &snd.HTML, &headers, &snd.Options, &snd.Tags, &processed, &created); err != nil {
+			&snd.Text, &snd.HTML, &headers, &snd.Options, &snd.Tags, &processed, &created, &snd.Raw); err != nil {
 			return nil, notFound(err, "sends")
 		}
 		snd.Processed, snd.CreatedAt = processed != 0, fromMS(created)
@@ -457,4 +457,13 @@ func inList(ids []int64) (string, []any) {
 		args[i] = id
 	}
 	return b.String(), args
+}
+
+// rawOf is the send's raw message for its NOT NULL column (empty, not
+// NULL, for API sends).
+func rawOf(snd *sending.Send) []byte {
+	if snd.Raw == nil {
+		return []byte{}
+	}
+	return snd.Raw
 }

@@ -167,11 +167,12 @@ func testSendingBatches(t *testing.T, db *store.DB) {
 		{Send: &sending.Send{DomainID: d.ID, AccountID: d.AccountID, From: "a@alice.example", Subject: "x", CreatedAt: now},
 			Deliveries: []sending.Delivery{{DomainID: d.ID, MessageID: "dup@alice.example", Recipient: "y@x.example", NextAttemptAt: now, CreatedAt: now}},
 			Entries:    queued},
-		{Send: &sending.Send{DomainID: d.ID, AccountID: d.AccountID, From: "a@alice.example", Subject: "x", CreatedAt: now},
-			Deliveries: []sending.Delivery{{DomainID: d.ID, MessageID: "dup@alice.example", Recipient: "z@x.example", NextAttemptAt: now, CreatedAt: now}},
+		// A send of a domain that does not exist: its insert fails.
+		{Send: &sending.Send{DomainID: d.ID + 1000, AccountID: d.AccountID, From: "a@alice.example", Subject: "x", CreatedAt: now},
+			Deliveries: []sending.Delivery{{DomainID: d.ID + 1000, MessageID: "z@alice.example", Recipient: "z@x.example", NextAttemptAt: now, CreatedAt: now}},
 			Entries:    queued},
 	}); err == nil {
-		t.Fatal("EnqueueMany with a duplicate Message-ID succeeded; want an error")
+		t.Fatal("EnqueueMany with a send of a missing domain succeeded; want an error")
 	}
 	var sends int
 	db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM sends`).Scan(&sends)

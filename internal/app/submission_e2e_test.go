@@ -1,0 +1,247 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"net/smtp"
+	"net/textproto"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-msgauth/dkim"
+
+	"github.com/postline/postline/internal/apitest"
+	"github.com/postline/postline/internal/config"
+	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/store"
+)
+
+// loginAuth is the client side of AUTH LOGIN (net/smtp has only PLAIN).
+type loginAuth struct{ user, pass string }
+
+func (a loginAuth) Start(*smtp.ServerInfo) (string, []byte, error) { return "LOGIN", nil, nil }
+func (a loginAuth) Next(from []byte, more bool) ([]byte, error) {
+	if !more {
+		return nil, nil
+	}
+	if strings.HasPrefix(strings.ToLower(string(from)), "user") {
+		return []byte(a.user), nil
+	}
+	return []byte(a.pass), nil
+}
+
+func startSubmission(t *testing.T, d store.Dialect, edit func(*config.Config)) *sendEnv {
+	t.Helper()
+	e := startSend(t, d, false, func(c *config.Config) {
+		c.SubmissionListen, c.SubmissionsListen = "127.0.0.1:0", "127.0.0.1:0"
+		c.SubmissionMaxBytes = 64 << 10
+		if edit != nil {
+			edit(c)
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for e.App.Submission == nil || e.App.Submission.Addr(true) == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("submission listeners did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return e
+}
+
+// dialSubmission connects to the STARTTLS listener (or the implicit TLS
+// one) and authenticates with auth (nil: none).
+func dialSubmission(t *testing.T, e *sendEnv, implicit bool, auth smtp.Auth) (*smtp.Client, error) {
+	t.Helper()
+	tc := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the server's self-signed loopback certificate
+	var c *smtp.Client
+	var err error
+	if implicit {
+		conn, derr := tls.Dial("tcp", e.App.Submission.Addr(true), tc)
+		if derr != nil {
+			t.Fatal(derr)
+		}
+		c, err = smtp.NewClient(conn, "127.0.0.1")
+	} else {
+		c, err = smtp.Dial(e.App.Submission.Addr(false))
+		if err == nil {
+			err = c.StartTLS(tc)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if auth != nil {
+		if err := c.Auth(auth); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+func submit(c *smtp.Client, from string, to []string, msg string) error {
+	if err := c.Mail(from); err != nil {
+		return err
+	}
+	for _, r := range to {
+		if err := c.Rcpt(r); err != nil {
+			return err
+		}
+	}
+	w, err := c.Data()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write([]byte(msg)); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+// replyCode is the code of a net/smtp client error.
+func replyCode(err error) int {
+	var te *textproto.Error
+	if errors.As(err, &te) {
+		return te.Code
+	}
+	return 0
+}
+
+const submittedBody = "--b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nYour invoice is attached.\r\n" +
+	"--b1\r\nContent-Type: text/plain; name=\"invoice.txt\"\r\nContent-Disposition: attachment; filename=\"invoice.txt\"\r\n\r\nINVOICE 42\r\n--b1--\r\n"
+
+func submittedMessage(from, to, extra string) string {
+	return "From: Shop <" + from + ">\r\nTo: " + to + "\r\nSubject: Your invoice\r\n" + extra +
+		"MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b1\r\n\r\n" + submittedBody
+}
+
+// TestSubmissionEndToEnd: net/smtp submits over STARTTLS + AUTH PLAIN and
+// over implicit TLS + AUTH LOGIN; the message arrives at the sink with its
+// body byte for byte, a DKIM signature that verifies, Bcc delivered and
+// not visible, the client's Message-ID for every recipient; a foreign
+// From, bad credentials and an oversize message are refused; a suppressed
+// recipient is logged as failed.
+func TestSubmissionEndToEnd(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		e := startSubmission(t, d, nil)
+		ctx := context.Background()
+		key := e.user.Key
+		e.App.Suppressions.AddBounce(ctx, e.dom.ID, "gone@rcpt.example.net", "test")
+
+		// STARTTLS + PLAIN; Bcc only in the envelope and a header to remove.
+		c, err := dialSubmission(t, e, false, smtp.PlainAuth("", "alice", key, "127.0.0.1"))
+		if err != nil {
+			t.Fatalf("STARTTLS + AUTH PLAIN: %v", err)
+		}
+		msg := submittedMessage("orders@shop.example.com", "ann@rcpt.example.net",
+			"Bcc: hidden@rcpt.example.net\r\nMessage-ID: <inv-42@shop.example.com>\r\nX-Postline-Tag: invoices\r\n")
+		if err := submit(c, "orders@shop.example.com", []string{"ann@rcpt.example.net", "hidden@rcpt.example.net", "gone@rcpt.example.net"}, msg); err != nil {
+			t.Fatalf("submit: %v", err)
+		}
+		msgs, err := e.sink.WaitForMessages(ctxTimeout(t, 15*time.Second), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if !bytes.HasSuffix(m.Data, []byte("\r\n\r\n"+submittedBody)) {
+				t.Errorf("%v: the body is not the client's byte for byte:\n%s", m.To, m.Data)
+			}
+			head, _, _ := strings.Cut(string(m.Data), "\r\n\r\n")
+			if strings.Contains(head, "Bcc") || strings.Contains(head, "hidden@") || strings.Contains(head, "X-Postline") {
+				t.Errorf("%v: the header shows what it must not:\n%s", m.To, head)
+			}
+			if !strings.Contains(head, "Message-ID: <inv-42@shop.example.com>") && !strings.Contains(head, "Message-Id: <inv-42@shop.example.com>") {
+				t.Errorf("%v: the client's Message-ID is gone:\n%s", m.To, head)
+			}
+			verifs, err := dkim.VerifyWithOptions(bytes.NewReader(m.Data), &dkim.VerifyOptions{LookupTXT: func(name string) ([]string, error) {
+				return e.App.Resolver.LookupTXT(context.Background(), name)
+			}})
+			if err != nil || len(verifs) != 1 || verifs[0].Err != nil || verifs[0].Domain != "shop.example.com" {
+				t.Errorf("%v: DKIM %+v, %v; want one passing signature by shop.example.com", m.To, verifs, err)
+			}
+		}
+		for _, rc := range []string{"ann@rcpt.example.net", "hidden@rcpt.example.net"} {
+			q := e.entries(t, rc, event.Queued)
+			if len(q) != 1 || q[0].MessageID != "inv-42@shop.example.com" || q[0].Tags != "invoices" {
+				t.Errorf("%s: queued entries %+v, want one with the client's Message-ID and the tag", rc, q)
+			}
+		}
+		if f := e.entries(t, "gone@rcpt.example.net", event.Failed); len(f) != 1 || det(f[0])("reason") != "suppressed" {
+			t.Errorf("the suppressed recipient's entries: %+v, want failed/suppressed", f)
+		}
+
+		// Implicit TLS + LOGIN.
+		c, err = dialSubmission(t, e, true, loginAuth{"alice", key})
+		if err != nil {
+			t.Fatalf("implicit TLS + AUTH LOGIN: %v", err)
+		}
+		if err := submit(c, "orders@shop.example.com", []string{"bob@rcpt.example.net"},
+			submittedMessage("orders@shop.example.com", "bob@rcpt.example.net", "")); err != nil {
+			t.Fatalf("submit over implicit TLS: %v", err)
+		}
+		if _, err := e.sink.WaitForMessages(ctxTimeout(t, 15*time.Second), 3); err != nil {
+			t.Fatal(err)
+		}
+		// A header From on another domain; then a message over SIZE.
+		err = submit(c, "orders@shop.example.com", []string{"bob@rcpt.example.net"},
+			submittedMessage("ceo@bank.example", "bob@rcpt.example.net", ""))
+		if replyCode(err) != 550 || !strings.Contains(err.Error(), "bank.example") {
+			t.Errorf("a foreign From: %v, want 550 naming the domain", err)
+		}
+		c.Reset()
+		err = submit(c, "orders@shop.example.com", []string{"bob@rcpt.example.net"},
+			submittedMessage("orders@shop.example.com", "bob@rcpt.example.net", strings.Repeat("X-Pad: "+strings.Repeat("x", 90)+"\r\n", 700)))
+		if replyCode(err) != 552 {
+			t.Errorf("a message over SIZE: %v, want 552", err)
+		}
+
+		// No AUTH, bad credentials, a foreign envelope sender.
+		c, _ = dialSubmission(t, e, false, nil)
+		if err := c.Mail("orders@shop.example.com"); replyCode(err) != 530 {
+			t.Errorf("MAIL without AUTH: %v, want 530", err)
+		}
+		if _, err := dialSubmission(t, e, false, smtp.PlainAuth("", "alice", "pl_wrong", "127.0.0.1")); replyCode(err) != 535 {
+			t.Errorf("bad credentials: %v, want 535", err)
+		}
+		c, _ = dialSubmission(t, e, false, smtp.PlainAuth("", "alice", key, "127.0.0.1"))
+		if err := c.Mail("someone@other.example"); replyCode(err) != 550 {
+			t.Errorf("a foreign envelope sender: %v, want 550", err)
+		}
+		resp := e.Do(apitest.Request{Method: "GET", Path: "/metrics"})
+		for _, want := range []string{`postline_submission_messages_total{outcome="accepted"} 2`,
+			`postline_submission_sessions_total{outcome="auth_failed"} 1`} {
+			if !bytes.Contains(resp.Body, []byte(want)) {
+				t.Errorf("metrics lack %s", want)
+			}
+		}
+	})
+}
+
+// TestSubmissionAuthLimits: past the failed-attempt limit a login is
+// refused with 454 before its credentials are checked, even correct ones.
+func TestSubmissionAuthLimits(t *testing.T) {
+	t.Parallel()
+	e := startSubmission(t, store.SQLite, func(c *config.Config) { c.AuthAttemptsPerLogin = 3 })
+	for i := 0; i < 3; i++ {
+		if _, err := dialSubmission(t, e, false, smtp.PlainAuth("", "alice", "pl_wrong", "127.0.0.1")); replyCode(err) != 535 {
+			t.Fatalf("failure %d: %v, want 535", i+1, err)
+		}
+	}
+	if _, err := dialSubmission(t, e, false, smtp.PlainAuth("", "alice", e.user.Key, "127.0.0.1")); replyCode(err) != 454 {
+		t.Fatalf("the right key after 3 failures: %v, want 454 until the window passes", err)
+	}
+	// AUTH is not offered before STARTTLS.
+	c, err := smtp.Dial(e.App.Submission.Addr(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if ok, _ := c.Extension("AUTH"); ok {
+		t.Error("AUTH offered before TLS")
+	}
+}

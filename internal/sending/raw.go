@@ -1,0 +1,100 @@
+package sending
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/emailaddr"
+	"github.com/postline/postline/internal/event"
+)
+
+// RawMessage is a message submitted over SMTP, prepared by the submission
+// service: Bcc removed, Message-ID and Date present, its own X-Postline-*
+// headers read and removed.
+type RawMessage struct {
+	From       string   // the envelope sender (MAIL FROM)
+	Recipients []string // RCPT TO, in order
+	Data       []byte   // the message as it will be sent (before DKIM)
+	MessageID  string   // its Message-ID, without angle brackets
+	Subject    string   // for the log
+	Tags       string   // comma-separated, from X-Postline-Tag
+}
+
+// AcceptRaw queues a submitted message for each of its recipients through
+// the same pipeline as Accept: suppressed recipients get a failed entry
+// (reason suppressed), the others a delivery and a queued entry, all in
+// one transaction before it returns. Every copy carries the client's
+// Message-ID, which is the message_id the log shows for each recipient.
+func (s *Service) AcceptRaw(ctx context.Context, d domain.Domain, accountID int64, m RawMessage) (Accepted, error) {
+	lim := s.cfg.Limits
+	if len(m.Recipients) == 0 {
+		return Accepted{}, apperr.Field("to", "at least one recipient is required")
+	}
+	if len(m.Recipients) > lim.MaxRecipients {
+		return Accepted{}, apperr.Field("to", fmt.Sprintf("at most %d recipients", lim.MaxRecipients))
+	}
+	if !d.Verified() {
+		return Accepted{}, apperr.Errorf(apperr.Unprocessable, "Domain %s is not verified: publish its DNS records and verify it first.", d.Name)
+	}
+	if d.Delivery.Mode == "" {
+		return Accepted{}, apperr.Errorf(apperr.Unprocessable, "Domain %s has no delivery settings.", d.Name)
+	}
+	if err := d.CheckReadable(); err != nil {
+		return Accepted{}, err
+	}
+	var to []string
+	seen := map[string]bool{}
+	for _, r := range m.Recipients {
+		a, err := emailaddr.Parse(strings.TrimSpace(r))
+		if err != nil || a.Literal {
+			return Accepted{}, apperr.Field("to", fmt.Sprintf("%q is not a valid email address", r))
+		}
+		n := a.Normalized()
+		if k := strings.ToLower(n); !seen[k] {
+			seen[k] = true
+			to = append(to, n)
+		}
+	}
+	verdicts, err := s.supp.CheckMany(ctx, d.ID, to)
+	if err != nil {
+		return Accepted{}, err
+	}
+	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
+	snd := &Send{DomainID: d.ID, AccountID: accountID, From: m.From, Subject: m.Subject, Tags: m.Tags,
+		Headers: map[string]string{}, Raw: m.Data, CreatedAt: now, Processed: true}
+	var ds []Delivery
+	var dropped []event.Entry
+	for _, rc := range to {
+		if v := verdicts[rc]; v.Suppressed {
+			dropped = append(dropped, entry(d.ID, m.MessageID, event.Failed, snd, rc, now, map[string]any{
+				"reason": "suppressed", "suppression": string(v.By.Type), "suppressed_by": v.By.Recipient}))
+			continue
+		}
+		ds = append(ds, Delivery{DomainID: d.ID, MessageID: m.MessageID, Recipient: rc, State: StatePending,
+			NextAttemptAt: now, CreatedAt: now, Sender: snd.From, Subject: snd.Subject, Tags: snd.Tags})
+	}
+	if len(ds) > 0 {
+		err := s.enqueue(ctx, EnqueueJob{Send: snd, Deliveries: ds, Entries: func(ds []Delivery) []event.Entry {
+			out := make([]event.Entry, len(ds))
+			for i, dl := range ds {
+				out[i] = entry(d.ID, dl.MessageID, event.Queued, snd, dl.Recipient, now, map[string]any{"via": "smtp"})
+			}
+			return append(out, dropped...)
+		}})
+		if err != nil {
+			return Accepted{}, err
+		}
+		s.events.Wake(d.ID)
+		s.wake()
+	} else if len(dropped) > 0 {
+		if err := s.events.Record(ctx, dropped...); err != nil {
+			return Accepted{}, err
+		}
+	}
+	acc := Accepted{Queued: len(ds), Suppressed: len(dropped), MessageIDs: []string{m.MessageID}}
+	return acc, nil
+}

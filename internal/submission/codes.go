@@ -1,0 +1,45 @@
+package submission
+
+import "github.com/emersion/go-smtp"
+
+// The answers of the submission service, in one table (RFC 6409, RFC 4954,
+// RFC 3463). Texts never contain the credentials.
+var (
+	errAuthRequired   = &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "Authentication required: AUTH PLAIN or LOGIN with your login and an API key"}
+	errBadCredentials = &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "Authentication credentials invalid"}
+	errAuthBlocked    = &smtp.SMTPError{Code: 454, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Too many failed authentication attempts; try again later"}
+	errTempFailure    = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Temporary failure storing the message; nothing was accepted, try again"}
+	errShuttingDown   = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "Service shutting down; try again"}
+)
+
+func notYours(what, domain string) *smtp.SMTPError {
+	return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1},
+		Message: "The " + what + " domain " + domain + " is not a verified domain of this account"}
+}
+
+func rateLimited(retryAfter int) *smtp.SMTPError {
+	return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 7, 0},
+		Message: "Rate limit reached; retry in " + itoa(retryAfter) + " seconds"}
+}
+
+func badMessage(msg string) *smtp.SMTPError {
+	return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: msg}
+}
+
+func badAddress(msg string) *smtp.SMTPError {
+	return &smtp.SMTPError{Code: 553, EnhancedCode: smtp.EnhancedCode{5, 1, 3}, Message: msg}
+}
+
+func itoa(n int) string {
+	if n <= 0 {
+		return "1"
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}

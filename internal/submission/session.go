@@ -1,0 +1,221 @@
+package submission
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/sending"
+)
+
+// session is one SMTP connection's state.
+type session struct {
+	s         *Server
+	remote    string
+	tls       bool
+	principal *account.Principal
+	outcome   string // counted at Logout
+	domains   []domain.Domain
+	from      string
+	rcpts     []string
+}
+
+var _ smtp.AuthSession = (*session)(nil)
+
+// opTimeout bounds the database work of one command.
+const opTimeout = 30 * time.Second
+
+func (ss *session) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), opTimeout)
+}
+
+// AuthMechanisms implements smtp.AuthSession; go-smtp offers them only
+// after TLS unless the server allows insecure AUTH.
+func (ss *session) AuthMechanisms() []string { return []string{sasl.Plain, sasl.Login} }
+
+// Auth implements smtp.AuthSession.
+func (ss *session) Auth(mech string) (sasl.Server, error) {
+	switch mech {
+	case sasl.Plain:
+		return sasl.NewPlainServer(func(_, username, password string) error { return ss.authenticate(username, password) }), nil
+	case sasl.Login:
+		return &loginServer{authenticate: ss.authenticate}, nil
+	}
+	return nil, smtp.ErrAuthUnknownMechanism
+}
+
+// authenticate checks login and API key like the API's Basic auth, after
+// the failed-attempt limits; a blocked login or address is not checked at
+// all, so a correct guess past the limit teaches nothing.
+func (ss *session) authenticate(login, key string) error {
+	ctx, cancel := ss.ctx()
+	defer cancel()
+	log := ss.s.cfg.Logger.With("remote", ss.remote, "login", login)
+	if a := ss.s.deps.Attempts; a != nil {
+		blocked, _, err := a.Blocked(ctx, login, ss.remote)
+		if err == nil && blocked {
+			ss.outcome = "auth_blocked"
+			log.Warn("submission: AUTH refused: too many failures")
+			return errAuthBlocked
+		}
+	}
+	p, err := ss.s.deps.Accounts.Authenticate(ctx, login, key)
+	switch apperr.CodeOf(err) {
+	case "":
+	case apperr.Unauthorized, apperr.AuthMissing:
+		ss.outcome = "auth_failed"
+		if a := ss.s.deps.Attempts; a != nil {
+			a.Failed(ctx, login, ss.remote) //nolint:errcheck // the refusal stands either way
+		}
+		log.Info("submission: AUTH failed", "reason", apperr.CodeOf(err))
+		return errBadCredentials
+	default:
+		log.Error("submission: AUTH could not be checked", "error", err)
+		return errTempFailure
+	}
+	doms, err := ss.s.deps.Domains.List(ctx, p.AccountID)
+	if err != nil {
+		log.Error("submission: reading the account's domains", "error", err)
+		return errTempFailure
+	}
+	ss.principal, ss.domains, ss.outcome = &p, doms, "authenticated"
+	return nil
+}
+
+// owned returns the account's verified domain for an address's domain
+// (the domain itself or its authentication domain).
+func (ss *session) owned(addr string) (domain.Domain, string, bool) {
+	at := strings.LastIndexByte(addr, '@')
+	if at < 0 {
+		return domain.Domain{}, "", false
+	}
+	name := strings.ToLower(strings.TrimSuffix(addr[at+1:], "."))
+	for _, d := range ss.domains {
+		if d.Verified() && (d.Name == name || (d.AuthDomain != "" && d.AuthDomain == name)) {
+			return d, name, true
+		}
+	}
+	return domain.Domain{}, name, false
+}
+
+// Mail implements smtp.Session.
+func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
+	if ss.principal == nil {
+		return errAuthRequired
+	}
+	if _, name, ok := ss.owned(from); !ok {
+		ss.refused("sender", name)
+		return notYours("sender", name)
+	}
+	ss.from = from
+	return nil
+}
+
+// Rcpt implements smtp.Session (go-smtp answers 452 4.5.3 past
+// MaxRecipients).
+func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if ss.principal == nil {
+		return errAuthRequired
+	}
+	if !strings.Contains(to, "@") {
+		return badAddress("The recipient " + to + " is not an email address")
+	}
+	ss.rcpts = append(ss.rcpts, to)
+	return nil
+}
+
+func (ss *session) refused(what, name string) {
+	ss.s.messages.WithLabelValues("refused").Inc()
+	ss.s.cfg.Logger.Info("submission: refused", "login", ss.principal.Login, "remote", ss.remote,
+		"reason", what+" domain "+name+" not a verified domain of the account")
+}
+
+// Data implements smtp.Session: 250 is answered only after the message and
+// its deliveries are committed.
+func (ss *session) Data(r io.Reader) error {
+	if ss.principal == nil {
+		return errAuthRequired
+	}
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return err // go-smtp answers 552 for a message over SIZE
+	}
+	ctx, cancel := ss.ctx()
+	defer cancel()
+	envelope, _, _ := ss.owned(ss.from)
+	p, err := prepare(raw, envelope.Name, ss.s.cfg.Now())
+	if err != nil {
+		ss.s.messages.WithLabelValues("refused").Inc()
+		return err
+	}
+	var d domain.Domain
+	for i, f := range p.from {
+		dom, name, ok := ss.owned(f)
+		if !ok {
+			ss.refused("From", name)
+			return notYours("From", name)
+		}
+		if i == 0 {
+			d = dom
+		}
+	}
+	if lim := ss.s.deps.Limiter; lim != nil && ss.s.cfg.DomainPerMinute > 0 {
+		res, err := lim.Allow(ctx, "domain:"+itoa(int(ss.principal.AccountID)), ss.s.cfg.DomainPerMinute, time.Minute)
+		if err == nil && !res.Allowed {
+			ss.s.messages.WithLabelValues("rate_limited").Inc()
+			return rateLimited(res.RetryAfter(lim.Now()))
+		}
+	}
+	acc, err := ss.s.deps.Intake.AcceptRaw(ctx, d, ss.principal.AccountID, sending.RawMessage{From: ss.from,
+		Recipients: ss.rcpts, Data: p.data, MessageID: p.messageID, Subject: p.subject, Tags: strings.Join(p.tags, ",")})
+	switch code := apperr.CodeOf(err); {
+	case err == nil:
+	case code == apperr.Invalid || code == apperr.Unprocessable:
+		ss.s.messages.WithLabelValues("refused").Inc()
+		var ae *apperr.Error
+		if errors.As(err, &ae) {
+			return badMessage(ae.Message + fieldText(ae))
+		}
+		return badMessage(err.Error())
+	default:
+		ss.s.messages.WithLabelValues("temporary_failure").Inc()
+		ss.s.cfg.Logger.Error("submission: storing a message failed", "login", ss.principal.Login, "error", err)
+		return errTempFailure
+	}
+	ss.s.messages.WithLabelValues("accepted").Inc()
+	ss.s.cfg.Logger.Info("submission: accepted", "login", ss.principal.Login, "domain", d.Name,
+		"message_id", p.messageID, "queued", acc.Queued, "suppressed", acc.Suppressed)
+	return nil
+}
+
+func fieldText(e *apperr.Error) string {
+	var parts []string
+	for f, msgs := range e.Fields {
+		parts = append(parts, f+": "+strings.Join(msgs, "; "))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// Reset implements smtp.Session.
+func (ss *session) Reset() { ss.from, ss.rcpts = "", nil }
+
+// Logout implements smtp.Session.
+func (ss *session) Logout() error {
+	outcome := ss.outcome
+	if outcome == "" {
+		outcome = "unauthenticated"
+	}
+	ss.s.sessions.WithLabelValues(outcome).Inc()
+	return nil
+}
