@@ -119,7 +119,7 @@ func readSendForm(r *http.Request, maxFile int64) (sending.Request, error) {
 
 // sendFields are the text parts the endpoint knows; any other name is
 // refused rather than ignored, so a misspelt field is never silently lost.
-var sendFields = map[string]bool{"from": true, "from_name": true, "to": true, "subject": true, "text": true,
+var sendFields = map[string]bool{"from": true, "from_name": true, "to": true, "cc": true, "bcc": true, "subject": true, "text": true,
 	"html": true, "headers": true, "reply_to": true, "tags": true, "attachment_options": true}
 
 // partName returns the part's form field name. A part whose
@@ -166,7 +166,7 @@ func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64) 
 		return nil
 	}
 	if !sendFields[name] {
-		return apperr.Field(name, fmt.Sprintf("Unknown field %q: the fields are from, from_name, to, subject, text, html, "+
+		return apperr.Field(name, fmt.Sprintf("Unknown field %q: the fields are from, from_name, to, cc, bcc, subject, text, html, "+
 			"headers, reply_to, tags, attachment_options and attachments.", name))
 	}
 	limit := int64(maxSmallPart)
@@ -185,6 +185,10 @@ func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64) 
 		req.FromName = v
 	case "to":
 		req.To = append(req.To, v)
+	case "cc":
+		req.Cc = append(req.Cc, v)
+	case "bcc":
+		req.Bcc = append(req.Bcc, v)
 	case "subject":
 		req.Subject = v
 	case "text":

@@ -32,6 +32,11 @@ type Params struct {
 	From     string // bare addr-spec of the sender
 	FromName string // optional display name, any Unicode
 	To       string // bare addr-spec of the one recipient
+	ToName   string // optional display name of To
+	// VisibleTo and VisibleCc, when Cc is set, are the To and Cc headers of
+	// every copy of a message sent to several people who see each other;
+	// To is then only the envelope recipient of this copy. Bcc never shows.
+	VisibleTo, VisibleCc []Mailbox
 	ReplyTo  string // optional bare addr-spec
 	Subject  string // any Unicode; encoded per RFC 2047 when not ASCII
 	Text     string // plain-text body, always present as a text/plain part
@@ -54,6 +59,12 @@ type Params struct {
 	// ExtraHeaders are the service's own headers (X-Postline-*). Names must
 	// be valid and must not collide with the headers Build generates.
 	ExtraHeaders map[string]string
+}
+
+// Mailbox is an address with an optional display name.
+type Mailbox struct {
+	Name string `json:"name,omitempty"`
+	Addr string `json:"addr"`
 }
 
 // Build returns the RFC 5322 message for p: CRLF line endings, no line over

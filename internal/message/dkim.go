@@ -16,7 +16,7 @@ import (
 // signedHeaders are the fields a signature covers when the message has them,
 // in h= order.
 var signedHeaders = []string{
-	"From", "To", "Subject", "Date", "Message-ID", "Reply-To", "MIME-Version",
+	"From", "To", "Cc", "Subject", "Date", "Message-ID", "Reply-To", "MIME-Version",
 	"Content-Type", "List-Unsubscribe", "List-Unsubscribe-Post",
 }
 

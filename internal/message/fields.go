@@ -30,11 +30,30 @@ func (p Params) headerFields() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	to, err := formatAddress("to", "", p.To)
+	to, err := formatAddress("to", p.ToName, p.To)
 	if err != nil {
 		return nil, err
 	}
 	f := fieldList{{"From", from, "from"}, {"To", to, "to"}}
+	if len(p.VisibleCc) > 0 {
+		list := func(param string, ms []Mailbox) (string, error) {
+			parts := make([]string, len(ms))
+			for i, m := range ms {
+				if parts[i], err = formatAddress(param, m.Name, m.Addr); err != nil {
+					return "", err
+				}
+			}
+			return strings.Join(parts, ", "), nil
+		}
+		if f[1].value, err = list("to", p.VisibleTo); err != nil {
+			return nil, err
+		}
+		cc, err := list("cc", p.VisibleCc)
+		if err != nil {
+			return nil, err
+		}
+		f = append(f, field{"Cc", cc, "cc"})
+	}
 	if p.ReplyTo != "" {
 		rt, err := formatAddress("reply_to", "", p.ReplyTo)
 		if err != nil {

@@ -36,7 +36,8 @@ func (w *Worker) build(ctx context.Context, dom domain.Domain, d Delivery) ([]by
 			return nil, err
 		}
 	}
-	p := message.Params{From: snd.From, FromName: snd.FromName, To: d.Recipient, ReplyTo: snd.ReplyTo,
+	p := message.Params{From: snd.From, FromName: snd.FromName, To: d.Recipient, ToName: snd.Addressing.NameOf(d.Recipient),
+		VisibleTo: snd.Addressing.To, VisibleCc: snd.Addressing.Cc, ReplyTo: snd.ReplyTo,
 		Subject: snd.Subject, Text: snd.Text, HTML: snd.HTML, Headers: snd.Headers,
 		MessageID: "<" + d.MessageID + ">", Date: snd.CreatedAt}
 	for _, a := range atts {

@@ -3,6 +3,7 @@ package sending
 import (
 	"encoding/json"
 	"fmt"
+	"net/mail"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -25,6 +26,9 @@ type Request struct {
 	Tags           string
 	Options        string // attachment_options JSON, as given
 	Attachments    []Attachment
+	// Cc and Bcc are further recipients (repeatable or comma-separated,
+	// like To): cc ones are shown to everyone, bcc ones to nobody.
+	Cc, Bcc []string
 }
 
 // Limits bound one request. Zero values take the defaults.
@@ -54,8 +58,11 @@ func (l Limits) withDefaults() Limits {
 // checked is a request that passed validation.
 type checked struct {
 	Request
-	to      []string // normalised, deduplicated
+	to      []string // every recipient (to, cc, bcc): normalised, deduplicated
 	headers map[string]string
+	// addressing is what the To and Cc headers show (empty: each copy shows
+	// only its recipient, the API's original behaviour).
+	addressing Addressing
 }
 
 // validate checks everything that does not need the database, naming each
@@ -74,7 +81,7 @@ func validate(r Request, domainName string, lim Limits) (checked, error) {
 			fe.Add("from_name", "The from_name "+problem(err))
 		}
 	}
-	c.to = recipients(fe, r.To, lim.MaxRecipients)
+	c.to, c.addressing = allRecipients(fe, r, lim.MaxRecipients)
 	switch {
 	case strings.TrimSpace(r.Subject) == "":
 		fe.Add("subject", "The subject field is required.")
@@ -123,39 +130,106 @@ func address(fe apperr.FieldErrors, field, s string, required bool) (emailaddr.A
 	return a, true
 }
 
-func recipients(fe apperr.FieldErrors, to []string, max int) []string {
-	var list []string
-	for _, t := range to {
-		for p := range strings.SplitSeq(t, ",") {
-			if p = strings.TrimSpace(p); p == "" {
+// splitList splits repeated and comma-separated values, keeping quoted
+// display names whole ("Doe, Jane" <jane@example.com>).
+func splitList(values []string) []string {
+	var out []string
+	eachEntry(values, func(e string) bool { out = append(out, e); return true })
+	return out
+}
+
+// countList counts the entries of values, stopping past limit, without
+// building them (a request may hold millions).
+func countList(values []string, limit int) int {
+	n := 0
+	eachEntry(values, func(string) bool { n++; return n <= limit })
+	return n
+}
+
+// eachEntry calls fn with every entry of values until it returns false.
+func eachEntry(values []string, fn func(string) bool) {
+	for _, v := range values {
+		start, quoted, angle := 0, false, false
+		for i := 0; i <= len(v); i++ {
+			if i < len(v) {
+				switch v[i] {
+				case '"':
+					quoted = !quoted
+				case '<':
+					angle = true
+				case '>':
+					angle = false
+				}
+				if v[i] != ',' || quoted || angle {
+					continue
+				}
+			}
+			if p := strings.TrimSpace(v[start:i]); p != "" && !fn(p) {
+				return
+			}
+			start = i + 1
+		}
+	}
+}
+
+// mailboxes parses one recipient field: bare addresses or display names
+// with an address (RFC 5322: Jane Doe <jane@example.com>).
+func mailboxes(fe apperr.FieldErrors, field string, values []string) []message.Mailbox {
+	var out []message.Mailbox
+	for i, s := range splitList(values) {
+		name, addr := "", s
+		if strings.ContainsAny(s, "<\"") {
+			m, err := mail.ParseAddress(s)
+			if err != nil {
+				fe.Add(fmt.Sprintf("%s.%d", field, i), fmt.Sprintf("The recipient %q is not a valid address (an address, or Name <address>).", s))
 				continue
 			}
-			if len(list) == max { // stop counting at once: the request may hold millions
-				fe.Add("to", fmt.Sprintf("The to field must not have more than %d recipients.", max))
-				return nil
-			}
-			list = append(list, p)
+			name, addr = m.Name, m.Address
 		}
-	}
-	if len(list) == 0 {
-		fe.Add("to", "The to field is required.")
-		return nil
-	}
-	seen := map[string]bool{}
-	var out []string
-	for i, s := range list {
-		a, err := emailaddr.Parse(s)
+		a, err := emailaddr.Parse(addr)
 		if err != nil || a.Literal || !a.Strict() {
-			fe.Add(fmt.Sprintf("to.%d", i), fmt.Sprintf("The recipient %q is not a valid email address.", s))
+			fe.Add(fmt.Sprintf("%s.%d", field, i), fmt.Sprintf("The recipient %q is not a valid email address.", s))
 			continue
 		}
-		n := a.Normalized()
-		if key := strings.ToLower(n); !seen[key] {
-			seen[key] = true
-			out = append(out, n)
+		if strings.ContainsFunc(name, unicode.IsControl) || utf8.RuneCountInString(name) > 200 {
+			fe.Add(fmt.Sprintf("%s.%d", field, i), "A display name must be one line of at most 200 characters.")
+			continue
 		}
+		out = append(out, message.Mailbox{Name: name, Addr: a.Normalized()})
 	}
 	return out
+}
+
+// allRecipients checks to, cc and bcc (at most max together) and returns
+// every distinct address and what the headers show.
+func allRecipients(fe apperr.FieldErrors, r Request, max int) ([]string, Addressing) {
+	if n := countList(r.To, max) + countList(r.Cc, max) + countList(r.Bcc, max); n > max {
+		// Checked before parsing: the request may hold millions.
+		fe.Add("to", fmt.Sprintf("The to field must not have more than %d recipients (to, cc and bcc together).", max))
+		return nil, Addressing{}
+	}
+	to, cc, bcc := mailboxes(fe, "to", r.To), mailboxes(fe, "cc", r.Cc), mailboxes(fe, "bcc", r.Bcc)
+	if len(to) == 0 && countList(r.To, 1) == 0 {
+		fe.Add("to", "The to field is required.")
+		return nil, Addressing{}
+	}
+	seen := map[string]bool{}
+	var all []string
+	named := false
+	for _, list := range [][]message.Mailbox{to, cc, bcc} {
+		for _, m := range list {
+			named = named || m.Name != ""
+			if k := strings.ToLower(m.Addr); !seen[k] {
+				seen[k] = true
+				all = append(all, m.Addr)
+			}
+		}
+	}
+	var a Addressing
+	if len(cc) > 0 || named {
+		a = Addressing{To: to, Cc: cc}
+	}
+	return all, a
 }
 
 // sameRegistrable compares registrable domains (public-suffix aware), so

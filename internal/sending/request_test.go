@@ -79,7 +79,7 @@ func TestRecipientsStopAtTheLimit(t *testing.T) { // not parallel: it measures a
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	fe := apperr.FieldErrors{}
-	if got := recipients(fe, to, 1000); got != nil || len(fe["to"]) != 1 || !strings.Contains(fe["to"][0], "1000") {
+	if got, _ := allRecipients(fe, Request{To: to}, 1000); got != nil || len(fe["to"]) != 1 || !strings.Contains(fe["to"][0], "1000") {
 		t.Fatalf("recipients = %d, errors %v", len(got), fe)
 	}
 	runtime.ReadMemStats(&after)

@@ -101,7 +101,7 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 	snd := &Send{DomainID: d.ID, AccountID: accountID, From: strings.TrimSpace(r.From), FromName: r.FromName,
 		ReplyTo: strings.TrimSpace(r.ReplyTo), Subject: r.Subject, Text: r.Text, HTML: r.HTML, Headers: c.headers,
-		Options: sealOptions(s.cfg.Sealer, r.Options), Tags: r.Tags, CreatedAt: now}
+		Options: sealOptions(s.cfg.Sealer, r.Options), Tags: r.Tags, CreatedAt: now, Addressing: c.addressing}
 	var ds []Delivery
 	var dropped []event.Entry
 	for _, to := range c.to {

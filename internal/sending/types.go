@@ -2,9 +2,11 @@ package sending
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/message"
 	"github.com/postline/postline/internal/suppression"
 )
 
@@ -40,6 +42,9 @@ type Send struct {
 	Tags      string
 	Processed bool
 	CreatedAt time.Time
+	// Addressing is what the To and Cc headers show when the request had
+	// cc recipients or display names; empty otherwise.
+	Addressing Addressing
 	// Raw is a message submitted over SMTP, as the client sent it (Bcc
 	// removed, Message-ID and Date added when missing): sent as it is to
 	// every recipient, DKIM-signed, instead of being built from the fields.
@@ -142,4 +147,22 @@ type Store interface {
 	// used again. Neither touches a claim taken over by another request.
 	Remember(ctx context.Context, accountID int64, key, token string, status int, body []byte) error
 	Forget(ctx context.Context, accountID int64, key, token string) error
+}
+
+// Addressing is the visible recipients of a send. With Cc, every copy
+// shows To and Cc as given (bcc recipients never show); without, each copy
+// shows its own recipient, with its display name when To gave one.
+type Addressing struct {
+	To []message.Mailbox `json:"to,omitempty"`
+	Cc []message.Mailbox `json:"cc,omitempty"`
+}
+
+// NameOf is the display name To gave addr ("" when none).
+func (a Addressing) NameOf(addr string) string {
+	for _, m := range a.To {
+		if strings.EqualFold(m.Addr, addr) {
+			return m.Name
+		}
+	}
+	return ""
 }

@@ -166,18 +166,21 @@ func (s Sending) Rescue(ctx context.Context, now time.Time) (int, error) {
 // LoadSend implements sending.Store.
 func (s Sending) LoadSend(ctx context.Context, id int64) (sending.Send, []sending.Attachment, error) {
 	var snd sending.Send
-	var headers string
+	var headers, addressing string
 	var processed int
 	var created int64
 	err := s.db.rd.QueryRowContext(ctx, `SELECT id, domain_id, account_id, from_addr, from_name, reply_to, subject, text_body,
-		html_body, headers, options, tags, processed, created_at, raw FROM sends WHERE id = $1`, id).Scan(&snd.ID, &snd.DomainID,
+		html_body, headers, options, tags, processed, created_at, raw, addressing FROM sends WHERE id = $1`, id).Scan(&snd.ID, &snd.DomainID,
 		&snd.AccountID, &snd.From, &snd.FromName, &snd.ReplyTo, &snd.Subject, &snd.Text, &snd.HTML, &headers, &snd.Options,
-		&snd.Tags, &processed, &created, &snd.Raw)
+		&snd.Tags, &processed, &created, &snd.Raw, &addressing)
 	if err != nil {
 		return snd, nil, notFound(err, "send")
 	}
 	snd.Processed, snd.CreatedAt = processed != 0, fromMS(created)
 	if err := json.Unmarshal([]byte(headers), &snd.Headers); err != nil {
+		return snd, nil, err
+	}
+	if err := parseAddressing(addressing, &snd); err != nil {
 		return snd, nil, err
 	}
 	rows, err := s.db.rd.QueryContext(ctx, `SELECT filename, content_type, data FROM send_attachments WHERE send_id = $1 ORDER BY idx`, id)

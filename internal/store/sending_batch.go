@@ -114,8 +114,8 @@ func (c *stmtCache) queryRow(ctx context.Context, q Querier, query string, args 
 
 const (
 	insertSend = `INSERT INTO sends (domain_id, account_id, from_addr, from_name, reply_to, subject,
-			text_body, html_body, headers, options, tags, created_at, raw)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`
+			text_body, html_body, headers, options, tags, created_at, raw, addressing)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`
 	insertDelivery = `INSERT INTO deliveries (send_id, domain_id, message_id, recipient, state,
 				next_attempt_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id`
 )
@@ -161,7 +161,7 @@ func (s Sending) insertJobsEach(ctx context.Context, q Querier, jobs []sending.E
 	for i, j := range jobs {
 		snd := j.Send
 		err := s.stmts.queryRow(ctx, q, insertSend, snd.DomainID, snd.AccountID, snd.From, snd.FromName, snd.ReplyTo,
-			snd.Subject, snd.Text, snd.HTML, headers[i], snd.Options, snd.Tags, ms(snd.CreatedAt), rawOf(snd)).Scan(&snd.ID)
+			snd.Subject, snd.Text, snd.HTML, headers[i], snd.Options, snd.Tags, ms(snd.CreatedAt), rawOf(snd), addressingOf(snd)).Scan(&snd.ID)
 		if err != nil {
 			return notFound(err, "send")
 		}
@@ -200,7 +200,7 @@ func (s Sending) insertJobsPG(ctx context.Context, q Querier, jobs []sending.Enq
 		snd := j.Send
 		snd.ID = sendIDs[i]
 		sends[i] = []any{snd.ID, snd.DomainID, snd.AccountID, snd.From, snd.FromName, snd.ReplyTo, snd.Subject, snd.Text,
-			snd.HTML, headers[i], snd.Options, snd.Tags, ms(snd.CreatedAt), rawOf(snd)}
+			snd.HTML, headers[i], snd.Options, snd.Tags, ms(snd.CreatedAt), rawOf(snd), addressingOf(snd)}
 		for k := range j.Deliveries {
 			d := &j.Deliveries[k]
 			d.SendID, d.ID = snd.ID, deliveryIDs[len(deliveries)]
@@ -209,7 +209,7 @@ func (s Sending) insertJobsPG(ctx context.Context, q Querier, jobs []sending.Enq
 		}
 	}
 	if err := insertValues(ctx, q, `INSERT INTO sends (id, domain_id, account_id, from_addr, from_name, reply_to, subject,
-		text_body, html_body, headers, options, tags, created_at, raw) VALUES `, sends); err != nil {
+		text_body, html_body, headers, options, tags, created_at, raw, addressing) VALUES `, sends); err != nil {
 		return notFound(err, "send")
 	}
 	if err := insertValues(ctx, q, `INSERT INTO deliveries (id, send_id, domain_id, message_id, recipient, state,
@@ -401,7 +401,7 @@ func (s Sending) LoadSends(ctx context.Context, ids []int64) (map[int64]sending.
 	}
 	in, args := inList(ids)
 	rows, err := s.db.rd.QueryContext(ctx, `SELECT id, domain_id, account_id, from_addr, from_name, reply_to, subject, text_body,
-		html_body, headers, options, tags, processed, created_at, raw FROM sends WHERE id IN (`+in+`)`, args...)
+		html_body, headers, options, tags, processed, created_at, raw, addressing FROM sends WHERE id IN (`+in+`)`, args...)
 	if err != nil {
 		return nil, notFound(err, "sends")
 	}
@@ -411,9 +411,13 @@ func (s Sending) LoadSends(ctx context.Context, ids []int64) (map[int64]sending.
 		var headers string
 		var processed int
 		var created int64
+		var addressing string
 		if err := rows.Scan(&snd.ID, &snd.DomainID, &snd.AccountID, &snd.From, &snd.FromName, &snd.ReplyTo, &snd.Subject,
-			&snd.Text, &snd.HTML, &headers, &snd.Options, &snd.Tags, &processed, &created, &snd.Raw); err != nil {
+			&snd.Text, &snd.HTML, &headers, &snd.Options, &snd.Tags, &processed, &created, &snd.Raw, &addressing); err != nil {
 			return nil, notFound(err, "sends")
+		}
+		if err := parseAddressing(addressing, &snd); err != nil {
+			return nil, err
 		}
 		snd.Processed, snd.CreatedAt = processed != 0, fromMS(created)
 		if err := json.Unmarshal([]byte(headers), &snd.Headers); err != nil {
@@ -466,4 +470,21 @@ func rawOf(snd *sending.Send) []byte {
 		return []byte{}
 	}
 	return snd.Raw
+}
+
+// addressingOf is the JSON of the send's visible recipients ("" when each
+// copy shows only its recipient).
+func addressingOf(snd *sending.Send) string {
+	if len(snd.Addressing.To) == 0 && len(snd.Addressing.Cc) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(snd.Addressing) // plain structs of strings: cannot fail
+	return string(b)
+}
+
+func parseAddressing(v string, snd *sending.Send) error {
+	if v == "" {
+		return nil
+	}
+	return json.Unmarshal([]byte(v), &snd.Addressing)
 }
