@@ -37,10 +37,10 @@ type Params struct {
 	// every copy of a message sent to several people who see each other;
 	// To is then only the envelope recipient of this copy. Bcc never shows.
 	VisibleTo, VisibleCc []Mailbox
-	ReplyTo  string // optional bare addr-spec
-	Subject  string // any Unicode; encoded per RFC 2047 when not ASCII
-	Text     string // plain-text body, always present as a text/plain part
-	HTML     string // optional HTML body; with it the text becomes its alternative
+	ReplyTo              string // optional bare addr-spec
+	Subject              string // any Unicode; encoded per RFC 2047 when not ASCII
+	Text                 string // plain-text body, always present as a text/plain part
+	HTML                 string // optional HTML body; with it the text becomes its alternative
 
 	// Headers are the sender's custom headers. Each must pass CheckHeaderName
 	// and CheckHeaderValue; they are written sorted by name.
