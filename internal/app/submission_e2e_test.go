@@ -245,3 +245,58 @@ func TestSubmissionAuthLimits(t *testing.T) {
 		t.Error("AUTH offered before TLS")
 	}
 }
+
+// TestSubmissionTracking: a submitted HTML message gets the domain's
+// tracking like an API send (click URLs that redirect to the original
+// link, the pixel, List-Unsubscribe, the unsubscribe placeholder), still
+// DKIM-valid; X-Postline-Track: none turns opens and clicks off for one
+// message.
+func TestSubmissionTracking(t *testing.T) {
+	t.Parallel()
+	e := startSubmission(t, store.SQLite, nil)
+	e.Do(apitest.Request{Method: "PUT", Path: "/api/domains/shop.example.com/tracking", Auth: e.user.Auth(),
+		Body: map[string]bool{"opens": true, "clicks": true, "unsubscribe": true}})
+	html := "<html><body><p>Hi</p><a href=\"https://landing.example/offer?a=1\">Offer</a> " +
+		"<a href=\"%unsubscribe_url%\">Leave</a></body></html>"
+	msg := func(to, extra string) string {
+		return "From: orders@shop.example.com\r\nTo: " + to + "\r\nSubject: Offer\r\n" + extra + "MIME-Version: 1.0\r\n" +
+			"Content-Type: multipart/alternative; boundary=alt\r\n\r\n--alt\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n" +
+			"Leave: %unsubscribe_url%\r\n--alt\r\nContent-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n" +
+			html + "\r\n--alt--\r\n"
+	}
+	c, err := dialSubmission(t, e, false, smtp.PlainAuth("", "alice", e.user.Key, "127.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(c, "orders@shop.example.com", []string{"ann@rcpt.example.net"}, msg("ann@rcpt.example.net", "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := submit(c, "orders@shop.example.com", []string{"zed@rcpt.example.net"}, msg("zed@rcpt.example.net", "X-Postline-Track: none\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := e.sink.WaitForMessages(ctxTimeout(t, 15*time.Second), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		r := readReceived(t, m.Data)
+		tracked := m.To[0] == "ann@rcpt.example.net"
+		if tracked != (len(r.clicks) == 1 && r.pixel != "") || !strings.Contains(r.html, "/t/u/") {
+			t.Errorf("%v: %d click URLs, pixel %q; tracked %v:\n%s", m.To, len(r.clicks), r.pixel, tracked, r.html)
+		}
+		if r.listUnsub == "" || !strings.Contains(r.text, "/t/u/") || strings.Contains(r.text, "%unsubscribe_url%") {
+			t.Errorf("%v: List-Unsubscribe %q, text %q: want the unsubscribe URL in both", m.To, r.listUnsub, r.text)
+		}
+		verifs, err := dkim.VerifyWithOptions(bytes.NewReader(m.Data), &dkim.VerifyOptions{LookupTXT: func(name string) ([]string, error) {
+			return e.App.Resolver.LookupTXT(context.Background(), name)
+		}})
+		if err != nil || len(verifs) != 1 || verifs[0].Err != nil {
+			t.Errorf("%v: DKIM %+v, %v", m.To, verifs, err)
+		}
+		if tracked {
+			if resp := e.hit(t, "GET", r.clicks[0], browserUA, ""); resp.StatusCode != 302 || resp.Header.Get("Location") != "https://landing.example/offer?a=1" {
+				t.Errorf("the click URL answered %d → %q, want 302 to the original link", resp.StatusCode, resp.Header.Get("Location"))
+			}
+		}
+	}
+}

@@ -28,8 +28,13 @@ func (w *Worker) build(ctx context.Context, dom domain.Domain, d Delivery) ([]by
 	}
 	if len(snd.Raw) > 0 {
 		// Submitted over SMTP: the client's message as it is, for every
-		// recipient; only the DKIM signature is added.
-		return w.sign(dom, snd.Raw)
+		// recipient, with the tracking in force and the DKIM signature.
+		msg := snd.Raw
+		if w.cfg.Tracking != nil {
+			opens, clicks := rawTracking(snd, dom)
+			msg = w.cfg.Tracking.ApplyRaw(msg, dom, d.ID, opens, clicks)
+		}
+		return w.sign(dom, msg)
 	}
 	if !snd.Processed && strings.TrimSpace(snd.Options) != "" {
 		if atts, err = w.process(ctx, snd, atts); err != nil {

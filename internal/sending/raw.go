@@ -22,7 +22,16 @@ type RawMessage struct {
 	MessageID  string   // its Message-ID, without angle brackets
 	Subject    string   // for the log
 	Tags       string   // comma-separated, from X-Postline-Tag
+	// HTML is the decoded first HTML part: the page click tokens index.
+	HTML string
+	// Track is X-Postline-Track ("opens", "clicks", "opens,clicks",
+	// "none"; "" follows the domain's switches).
+	Track string
 }
+
+// trackHeader is where a raw send keeps its X-Postline-Track (raw sends
+// have no custom headers of their own: theirs are in the message).
+const trackHeader = "X-Postline-Track"
 
 // AcceptRaw queues a submitted message for each of its recipients through
 // the same pipeline as Accept: suppressed recipients get a failed entry
@@ -64,8 +73,11 @@ func (s *Service) AcceptRaw(ctx context.Context, d domain.Domain, accountID int6
 		return Accepted{}, err
 	}
 	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
-	snd := &Send{DomainID: d.ID, AccountID: accountID, From: m.From, Subject: m.Subject, Tags: m.Tags,
+	snd := &Send{DomainID: d.ID, AccountID: accountID, From: m.From, Subject: m.Subject, Tags: m.Tags, HTML: m.HTML,
 		Headers: map[string]string{}, Raw: m.Data, CreatedAt: now, Processed: true}
+	if m.Track != "" {
+		snd.Headers[trackHeader] = m.Track
+	}
 	var ds []Delivery
 	var dropped []event.Entry
 	for _, rc := range to {
@@ -97,4 +109,22 @@ func (s *Service) AcceptRaw(ctx context.Context, d domain.Domain, accountID int6
 	}
 	acc := Accepted{Queued: len(ds), Suppressed: len(dropped), MessageIDs: []string{m.MessageID}}
 	return acc, nil
+}
+
+// rawTracking is the opens and clicks switches for a raw send: the
+// domain's, or what its X-Postline-Track said.
+func rawTracking(snd Send, dom domain.Domain) (opens, clicks bool) {
+	t, ok := snd.Headers[trackHeader]
+	if !ok {
+		return dom.Tracking.Opens, dom.Tracking.Clicks
+	}
+	for _, v := range strings.Split(t, ",") {
+		switch strings.TrimSpace(v) {
+		case "opens":
+			opens = true
+		case "clicks":
+			clicks = true
+		}
+	}
+	return opens, clicks
 }

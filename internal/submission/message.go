@@ -61,7 +61,14 @@ func prepare(raw []byte, idDomain string, now time.Time) (prepared, error) {
 	if len(p.tags) > maxTags {
 		return prepared{}, badMessage("At most 10 X-Postline-Tag values")
 	}
-	p.track = strings.ToLower(strings.TrimSpace(h.Get("X-Postline-Track")))
+	p.track = strings.ToLower(strings.ReplaceAll(h.Get("X-Postline-Track"), " ", ""))
+	if p.track != "" && p.track != "none" {
+		for _, v := range strings.Split(p.track, ",") {
+			if v != "opens" && v != "clicks" {
+				return prepared{}, badMessage("X-Postline-Track must be opens, clicks, opens,clicks or none, got " + h.Get("X-Postline-Track"))
+			}
+		}
+	}
 	h.Del("X-Postline-Tag")
 	h.Del("X-Postline-Track")
 	if id, err := mh.MessageID(); err == nil && id != "" {

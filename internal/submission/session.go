@@ -14,6 +14,7 @@ import (
 	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/sending"
+	"github.com/postline/postline/internal/tracking"
 )
 
 // session is one SMTP connection's state.
@@ -175,7 +176,8 @@ func (ss *session) Data(r io.Reader) error {
 		}
 	}
 	acc, err := ss.s.deps.Intake.AcceptRaw(ctx, d, ss.principal.AccountID, sending.RawMessage{From: ss.from,
-		Recipients: ss.rcpts, Data: p.data, MessageID: p.messageID, Subject: p.subject, Tags: strings.Join(p.tags, ",")})
+		Recipients: ss.rcpts, Data: p.data, MessageID: p.messageID, Subject: p.subject, Tags: strings.Join(p.tags, ","),
+		HTML: tracking.FirstHTML(p.data), Track: p.track})
 	switch code := apperr.CodeOf(err); {
 	case err == nil:
 	case code == apperr.Invalid || code == apperr.Unprocessable:
