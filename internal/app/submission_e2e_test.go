@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net/smtp"
 	"net/textproto"
 	"strings"
@@ -298,5 +299,37 @@ func TestSubmissionTracking(t *testing.T) {
 				t.Errorf("the click URL answered %d → %q, want 302 to the original link", resp.StatusCode, resp.Header.Get("Location"))
 			}
 		}
+	}
+}
+
+// TestSubmissionLimits: each message counts against
+// --rate-domain-per-minute like one API send (451 4.7.0 with the wait),
+// and RCPT past 1000 recipients is 452 4.5.3.
+func TestSubmissionLimits(t *testing.T) {
+	t.Parallel()
+	e := startSubmission(t, store.SQLite, func(c *config.Config) { c.RateDomainPerMinute = 1 })
+	c, err := dialSubmission(t, e, false, smtp.PlainAuth("", "alice", e.user.Key, "127.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := submittedMessage("orders@shop.example.com", "ann@rcpt.example.net", "")
+	if err := submit(c, "orders@shop.example.com", []string{"ann@rcpt.example.net"}, body); err != nil {
+		t.Fatalf("first message: %v", err)
+	}
+	err = submit(c, "orders@shop.example.com", []string{"ann@rcpt.example.net"}, body)
+	if replyCode(err) != 451 || !strings.Contains(err.Error(), "retry in") {
+		t.Errorf("second message in the minute: %v, want 451 with the seconds to wait", err)
+	}
+	c.Reset()
+	if err := c.Mail("orders@shop.example.com"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1000; i++ {
+		if err := c.Rcpt(fmt.Sprintf("r%d@rcpt.example.net", i)); err != nil {
+			t.Fatalf("RCPT %d: %v", i+1, err)
+		}
+	}
+	if err := c.Rcpt("one-too-many@rcpt.example.net"); replyCode(err) != 452 {
+		t.Errorf("RCPT 1001: %v, want 452", err)
 	}
 }
