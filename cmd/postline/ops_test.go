@@ -163,14 +163,7 @@ func mustGetwd(t *testing.T) string {
 func TestDomainUpdateAndUserEnable(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	must := func(args ...string) string {
-		t.Helper()
-		code, out, errs := cli(t, dir, args...)
-		if code != 0 {
-			t.Fatalf("postline %s: exit %d %q", strings.Join(args, " "), code, errs)
-		}
-		return out
-	}
+	must := mustCLI(t, dir)
 	must("user", "create", "alice")
 	key := strings.TrimSpace(must("key", "create", "alice"))
 	must("domain", "add", "alice", "shop.example", "--smtp-host", "relay.example.net", "--smtp-user", "u", "--smtp-password", "old")
@@ -382,14 +375,7 @@ func TestVersionFromBuildInfo(t *testing.T) {
 func TestDomainClaimedByTwoAccounts(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	must := func(args ...string) string {
-		t.Helper()
-		code, out, errs := cli(t, dir, args...)
-		if code != 0 {
-			t.Fatalf("postline %s: exit %d %q", strings.Join(args, " "), code, errs)
-		}
-		return out
-	}
+	must := mustCLI(t, dir)
 	must("user", "create", "alice")
 	must("user", "create", "bob")
 	must("domain", "add", "alice", "shared.example", "--direct")
@@ -429,14 +415,7 @@ func TestDomainClaimedByTwoAccounts(t *testing.T) {
 func TestBackupCopiesTheDatabase(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	must := func(args ...string) string {
-		t.Helper()
-		code, out, errs := cli(t, dir, args...)
-		if code != 0 {
-			t.Fatalf("postline %s: exit %d %q", strings.Join(args, " "), code, errs)
-		}
-		return out
-	}
+	must := mustCLI(t, dir)
 	must("user", "create", "alice")
 	must("domain", "add", "alice", "shop.example", "--direct")
 	must("suppression", "add", "shop.example", "gone@x.example", "--type", "bounce")
@@ -476,5 +455,17 @@ func TestStoreCopyCommand(t *testing.T) {
 	}
 	if code, out, errs := cli(t, dir, "domain", "show", "shop.example", "--database-url", pg); code != 0 || !strings.Contains(out, "account:   alice") {
 		t.Errorf("the copy read from PostgreSQL: exit %d %q %q", code, out, errs)
+	}
+}
+
+// mustCLI runs commands in dir that must succeed, returning their stdout.
+func mustCLI(t *testing.T, dir string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		code, out, errs := cli(t, dir, args...)
+		if code != 0 {
+			t.Fatalf("postline %s: exit %d %q", strings.Join(args, " "), code, errs)
+		}
+		return out
 	}
 }

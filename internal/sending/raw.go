@@ -89,23 +89,8 @@ func (s *Service) AcceptRaw(ctx context.Context, d domain.Domain, accountID int6
 		ds = append(ds, Delivery{DomainID: d.ID, MessageID: m.MessageID, Recipient: rc, State: StatePending,
 			NextAttemptAt: now, CreatedAt: now, Sender: snd.From, Subject: snd.Subject, Tags: snd.Tags})
 	}
-	if len(ds) > 0 {
-		err := s.enqueue(ctx, EnqueueJob{Send: snd, Deliveries: ds, Entries: func(ds []Delivery) []event.Entry {
-			out := make([]event.Entry, len(ds))
-			for i, dl := range ds {
-				out[i] = entry(d.ID, dl.MessageID, event.Queued, snd, dl.Recipient, now, map[string]any{"via": "smtp"})
-			}
-			return append(out, dropped...)
-		}})
-		if err != nil {
-			return Accepted{}, err
-		}
-		s.events.Wake(d.ID)
-		s.wake()
-	} else if len(dropped) > 0 {
-		if err := s.events.Record(ctx, dropped...); err != nil {
-			return Accepted{}, err
-		}
+	if err := s.commitSend(ctx, snd, nil, ds, dropped, map[string]any{"via": "smtp"}); err != nil {
+		return Accepted{}, err
 	}
 	acc := Accepted{Queued: len(ds), Suppressed: len(dropped), MessageIDs: []string{m.MessageID}}
 	return acc, nil

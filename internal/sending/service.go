@@ -114,27 +114,8 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 		ds = append(ds, Delivery{DomainID: d.ID, MessageID: id, Recipient: to, State: StatePending,
 			NextAttemptAt: now, CreatedAt: now, Sender: snd.From, Subject: snd.Subject, Tags: snd.Tags})
 	}
-	if len(ds) > 0 {
-		err := s.enqueue(ctx, EnqueueJob{Send: snd, Attachments: r.Attachments, Deliveries: ds, Entries: func(ds []Delivery) []event.Entry {
-			out := make([]event.Entry, len(ds))
-			for i, dl := range ds {
-				out[i] = entry(d.ID, dl.MessageID, event.Queued, snd, dl.Recipient, now, map[string]any{
-					"attachments": len(r.Attachments)})
-			}
-			// The suppressed recipients' entries commit with the rest: after
-			// the commit nothing may fail the request (its Idempotency-Key
-			// would be freed and a retry send again).
-			return append(out, dropped...)
-		}})
-		if err != nil {
-			return Accepted{}, err
-		}
-		s.events.Wake(d.ID)
-		s.wake()
-	} else if len(dropped) > 0 {
-		if err := s.events.Record(ctx, dropped...); err != nil {
-			return Accepted{}, err
-		}
+	if err := s.commitSend(ctx, snd, r.Attachments, ds, dropped, map[string]any{"attachments": len(r.Attachments)}); err != nil {
+		return Accepted{}, err
 	}
 	acc := Accepted{Queued: len(ds), Suppressed: len(dropped), Attachments: len(r.Attachments)}
 	if opts.Watermark.Enabled {
@@ -218,4 +199,33 @@ func openOptions(s Sealer, stored string) (string, error) {
 		return "", fmt.Errorf("sending: attachment options cannot be decrypted with this server's secret key: %w", err)
 	}
 	return string(plain), nil
+}
+
+// commitSend queues ds with their queued entries (details as given) and,
+// in the same transaction, the entries of the recipients dropped as
+// suppressed; with no delivery, only those entries are recorded.
+func (s *Service) commitSend(ctx context.Context, snd *Send, atts []Attachment, ds []Delivery, dropped []event.Entry,
+	details map[string]any) error {
+	if len(ds) == 0 {
+		if len(dropped) == 0 {
+			return nil
+		}
+		return s.events.Record(ctx, dropped...)
+	}
+	err := s.enqueue(ctx, EnqueueJob{Send: snd, Attachments: atts, Deliveries: ds, Entries: func(ds []Delivery) []event.Entry {
+		out := make([]event.Entry, len(ds))
+		for i, dl := range ds {
+			out[i] = entry(snd.DomainID, dl.MessageID, event.Queued, snd, dl.Recipient, snd.CreatedAt, details)
+		}
+		// The suppressed recipients' entries commit with the rest: after
+		// the commit nothing may fail the request (its Idempotency-Key
+		// would be freed and a retry send again).
+		return append(out, dropped...)
+	}})
+	if err != nil {
+		return err
+	}
+	s.events.Wake(snd.DomainID)
+	s.wake()
+	return nil
 }
