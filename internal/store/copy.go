@@ -120,7 +120,7 @@ func (db *DB) copyTable(ctx context.Context, dst *DB, table string, progress Cop
 	if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM "`+table+`"`).Scan(&c.Source); err != nil {
 		return c, err
 	}
-	cols, err := db.columns(ctx, table)
+	cols, empties, err := db.columns(ctx, table)
 	if err != nil {
 		return c, err
 	}
@@ -175,6 +175,13 @@ func (db *DB) copyTable(ctx context.Context, dst *DB, table string, progress Cop
 			if err := rows.Scan(ptrs...); err != nil {
 				return err
 			}
+			for i, v := range vals {
+				// SQLite's driver reads an empty BLOB as nil; a NOT NULL
+				// column must get the empty value, not NULL.
+				if b, isBytes := v.([]byte); (v == nil || (isBytes && b == nil)) && empties[i] != nil {
+					vals[i] = empties[i]
+				}
+			}
 			if batch = append(batch, vals); len(batch) == copyBatch {
 				if err := flush(); err != nil {
 					return err
@@ -204,19 +211,32 @@ func (db *DB) copyTable(ctx context.Context, dst *DB, table string, progress Cop
 	return c, err
 }
 
-func (db *DB) columns(ctx context.Context, table string) ([]string, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT name FROM pragma_table_info($1) ORDER BY cid`, table)
+// columns returns a table's columns and, for NOT NULL ones, the empty
+// value of their type (nil for the others).
+func (db *DB) columns(ctx context.Context, table string) ([]string, []any, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT name, type, "notnull" FROM pragma_table_info($1) ORDER BY cid`, table)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	var cols []string
+	var empties []any
 	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
+		var n, typ string
+		var notNull bool
+		if err := rows.Scan(&n, &typ, &notNull); err != nil {
+			return nil, nil, err
 		}
-		cols = append(cols, n)
+		var empty any
+		if notNull {
+			switch strings.ToUpper(typ) {
+			case "BLOB":
+				empty = []byte{}
+			case "TEXT":
+				empty = ""
+			}
+		}
+		cols, empties = append(cols, n), append(empties, empty)
 	}
-	return cols, rows.Err()
+	return cols, empties, rows.Err()
 }
