@@ -212,6 +212,7 @@ func (a *App) Close() error {
 // API builds the HTTP API over the app's services.
 func (a *App) API() *httpapi.Server {
 	return httpapi.New(httpapi.Deps{
+		Console:      a.console(),
 		Accounts:     a.Accounts,
 		Domains:      a.Domains,
 		Suppressions: a.Suppressions,

@@ -277,7 +277,7 @@ func TestOperationsEndpoints(t *testing.T) {
 			t.Errorf("metrics lack the pool statistic %s", want)
 		}
 	}
-	resp = env.Do(apitest.Request{Method: "GET", Path: "/nope", Header: http.Header{"X-Request-Id": {"abc-123"}}})
+	resp = env.Do(apitest.Request{Method: "GET", Path: "/api/nope", Header: http.Header{"X-Request-Id": {"abc-123"}}})
 	if resp.StatusCode != 404 || resp.Header.Get("X-Request-ID") != "abc-123" {
 		t.Errorf("unknown route: %d request id %q", resp.StatusCode, resp.Header.Get("X-Request-ID"))
 	}

@@ -63,6 +63,10 @@ type Config struct {
 	APITLS          bool
 	TLSCert, TLSKey string
 
+	// Console serves the web console on the API's listener.
+	Console            bool
+	ConsoleIdleTimeout time.Duration
+
 	// SubmissionListen and SubmissionsListen are the SMTP submission
 	// listeners (STARTTLS, and implicit TLS); empty: off.
 	SubmissionListen, SubmissionsListen string
@@ -159,6 +163,8 @@ func Default() Config {
 		LogRetention:       30 * 24 * time.Hour,
 		DomainClaimTTL:     72 * time.Hour,
 		AttachIsolation:    true,
+		Console:            true,
+		ConsoleIdleTimeout: 12 * time.Hour,
 		SubmissionMaxBytes: 35 << 20,
 
 		AuthAttemptsPerLogin:   10,
@@ -305,6 +311,9 @@ func (c Config) Validate() error {
 	}
 	if c.AuthAttemptsPerLogin < 1 || c.AuthAttemptsPerAddress < 1 {
 		bad("auth-attempts-per-login", "the failed-attempt limits must be at least 1")
+	}
+	if c.ConsoleIdleTimeout < time.Minute {
+		bad("console-idle-timeout", "must be at least 1m, got %s", c.ConsoleIdleTimeout)
 	}
 	if c.AttachMemoryMiB < 64 {
 		bad("attach-memory-limit", "must be at least 64 (MiB), got %d", c.AttachMemoryMiB)

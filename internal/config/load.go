@@ -74,6 +74,8 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.BoolVar(&cfg.APITLS, "api-tls", false, "serve the HTTP API over TLS with --tls-cert and --tls-key (default plain HTTP, for a reverse proxy)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate `file` (chain included) of the TLS listeners; reloaded when it changes")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key `file` of --tls-cert")
+	fs.BoolVar(&cfg.Console, "console", cfg.Console, "serve the web console at / on the API's listener (--console=false turns it off)")
+	fs.DurationVar(&cfg.ConsoleIdleTimeout, "console-idle-timeout", cfg.ConsoleIdleTimeout, "a console session unused for this long ends")
 	fs.StringVar(&cfg.SubmissionListen, "submission-listen", "", "SMTP submission listen `host:port` with STARTTLS, e.g. :587 (off when empty)")
 	fs.StringVar(&cfg.SubmissionsListen, "submissions-listen", "", "SMTP submission listen `host:port` with implicit TLS, e.g. :465 (off when empty)")
 	fs.Int64Var(&cfg.SubmissionMaxBytes, "submission-max-bytes", cfg.SubmissionMaxBytes, "largest message SMTP submission accepts (SIZE), in bytes")

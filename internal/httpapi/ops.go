@@ -38,6 +38,16 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// handleConsole hands the paths the API does not own to the console; an
+// unknown /api/ or /t/ path stays the API's 404 (or 405).
+func (s *Server) handleConsole(w http.ResponseWriter, r *http.Request) error {
+	if strings.HasPrefix(r.URL.Path, "/api/") || strings.HasPrefix(r.URL.Path, "/t/") {
+		return s.handleNotFound(w, r)
+	}
+	s.Console.ServeHTTP(w, r)
+	return nil
+}
+
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) error {
 	if err := s.wrongMethod(r); err != nil {
 		return err

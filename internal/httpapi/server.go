@@ -56,6 +56,9 @@ type Deps struct {
 	DB       Pinger
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // metrics are registered here; nil makes a private one
+	// Console serves the web console for paths outside /api/ and /t/ (nil:
+	// those are 404 like any unknown path).
+	Console http.Handler
 }
 
 // Server is the HTTP API.
@@ -91,7 +94,11 @@ func New(d Deps) *Server {
 	for _, rt := range s.routes {
 		mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
 	}
-	mux.Handle("/", s.wrap(route{path: "unmatched", group: groupPublic, public: s.handleNotFound}))
+	fallback := route{path: "unmatched", group: groupPublic, public: s.handleNotFound}
+	if d.Console != nil {
+		fallback = route{path: "console", group: groupPublic, public: s.handleConsole}
+	}
+	mux.Handle("/", s.wrap(fallback))
 	s.handler = s.withRequestID(s.withTrackingHosts(mux))
 	return s
 }

@@ -1,0 +1,31 @@
+package app
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/console"
+	"github.com/postline/postline/internal/ratelimit"
+	"github.com/postline/postline/internal/store"
+)
+
+// console builds the web console, or returns nil when --console=false.
+func (a *App) console() http.Handler {
+	if !a.Config.Console {
+		return nil
+	}
+	c, err := console.New(console.Config{
+		SecureCookies: a.Config.APITLS || strings.HasPrefix(a.Config.EffectivePublicURL(), "https://"),
+		Logger:        a.Logger,
+	}, console.Deps{
+		Accounts: a.Accounts,
+		Sessions: account.NewSessions(store.NewSessions(a.DB), a.Config.ConsoleIdleTimeout, nil),
+		Domains:  a.Domains,
+		Attempts: &ratelimit.Attempts{Limiter: a.Limiter, PerLogin: a.Config.AuthAttemptsPerLogin, PerAddress: a.Config.AuthAttemptsPerAddress},
+	})
+	if err != nil { // embedded templates: a build error, caught by every test
+		panic(err)
+	}
+	return c
+}

@@ -1,0 +1,180 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/postline/postline/internal/apitest"
+	"github.com/postline/postline/internal/config"
+	"github.com/postline/postline/internal/store"
+)
+
+// browser is a cookie-keeping client that does not follow redirects.
+type browser struct {
+	t      *testing.T
+	base   string
+	cookie *http.Cookie
+}
+
+func (b *browser) do(method, path string, form url.Values, header http.Header) (*http.Response, string) {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, b.base+path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if b.cookie != nil {
+		req.AddCookie(b.cookie)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	for _, c := range resp.Cookies() {
+		if strings.HasSuffix(c.Name, "postline") {
+			if c.MaxAge < 0 {
+				b.cookie = nil
+			} else {
+				b.cookie = c
+			}
+		}
+	}
+	return resp, string(raw)
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func (b *browser) signIn(login, secret, next string) *http.Response {
+	b.t.Helper()
+	resp, _ := b.do("POST", "/sign-in", url.Values{"login": {login}, "secret": {secret}, "next": {next}}, nil)
+	return resp
+}
+
+// TestConsoleSessions: sign-in with a key or a password, the session
+// cookie's flags, the security headers, CSRF and cross-origin refusal,
+// sign-out, another account's domain as a 404 page, no open redirect, the
+// session ending when its key is revoked or it sits idle.
+func TestConsoleSessions(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		env := apitest.Start(t, d, nil)
+		alice, bob := env.NewUser("alice"), env.NewUser("bob")
+		env.NewDomain(alice, "alice.example")
+		env.NewDomain(bob, "bob.example")
+		b := &browser{t: t, base: env.URL}
+
+		resp, page := b.do("GET", "/", nil, nil)
+		csp := resp.Header.Get("Content-Security-Policy")
+		if resp.StatusCode != 200 || !strings.Contains(page, `action="/sign-in"`) || !strings.Contains(csp, "script-src 'self'") ||
+			strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "frame-ancestors 'none'") || resp.Header.Get("X-Frame-Options") != "DENY" {
+			t.Fatalf("signed-out /: %d CSP %q XFO %q\n%s", resp.StatusCode, csp, resp.Header.Get("X-Frame-Options"), page)
+		}
+		if resp, _ := b.do("GET", "/domains", nil, nil); resp.StatusCode != 401 {
+			t.Errorf("/domains signed out: %d, want 401 with the sign-in form", resp.StatusCode)
+		}
+		if r := b.signIn("alice", "pl_not-the-key", "/"); r.StatusCode != 401 || b.cookie != nil {
+			t.Fatalf("a wrong key: %d, cookie %v", r.StatusCode, b.cookie)
+		}
+		r := b.signIn("alice", alice.Key, "//evil.example/x")
+		if r.StatusCode != 303 || r.Header.Get("Location") != "/" || b.cookie == nil {
+			t.Fatalf("sign-in with a key and next=//evil.example: %d Location %q cookie %v", r.StatusCode, r.Header.Get("Location"), b.cookie)
+		}
+		if !b.cookie.HttpOnly || b.cookie.SameSite != http.SameSiteStrictMode || b.cookie.Secure || strings.Contains(b.cookie.Value, alice.Key) {
+			t.Errorf("session cookie %+v: want HttpOnly, SameSite=Strict, not Secure over plain HTTP, not the key", b.cookie)
+		}
+		resp, page = b.do("GET", "/", nil, nil)
+		if resp.StatusCode != 200 || !strings.Contains(page, "alice.example") || strings.Contains(page, "bob.example") || strings.Contains(page, alice.Key) {
+			t.Fatalf("overview: %d\n%s", resp.StatusCode, page)
+		}
+		if resp, page := b.do("GET", "/domains/alice.example", nil, nil); resp.StatusCode != 200 || !strings.Contains(page, "_domainkey.alice.example") {
+			t.Errorf("own domain page: %d\n%s", resp.StatusCode, page)
+		}
+		for _, p := range []string{"/domains/bob.example", "/domains/nope.example", "/no-such-page"} {
+			if resp, page := b.do("GET", p, nil, nil); resp.StatusCode != 404 || strings.Contains(page, "bob.example") && p != "/domains/bob.example" {
+				t.Errorf("GET %s: %d, want the 404 page", p, resp.StatusCode)
+			}
+		}
+		if resp, _ := b.do("GET", "/api/nope", nil, nil); resp.StatusCode != 404 || !strings.Contains(resp.Header.Get("Content-Type"), "json") {
+			t.Errorf("/api/nope: %d %s, want the API's JSON 404", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		m := csrfRE.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatal("no CSRF token on the page")
+		}
+		if resp, _ := b.do("POST", "/sign-out", url.Values{}, nil); resp.StatusCode != 403 {
+			t.Errorf("sign-out without the token: %d, want 403", resp.StatusCode)
+		}
+		if resp, _ := b.do("POST", "/sign-out", url.Values{"csrf": {m[1]}}, http.Header{"Origin": {"https://evil.example"}}); resp.StatusCode != 403 {
+			t.Errorf("sign-out from another origin: %d, want 403", resp.StatusCode)
+		}
+		if resp, _ := b.do("POST", "/sign-out", url.Values{"csrf": {m[1]}}, http.Header{"Sec-Fetch-Site": {"cross-site"}}); resp.StatusCode != 403 {
+			t.Errorf("sign-out marked cross-site: %d, want 403", resp.StatusCode)
+		}
+		old := b.cookie
+		if resp, _ := b.do("POST", "/sign-out", url.Values{"csrf": {m[1]}}, nil); resp.StatusCode != 303 || b.cookie != nil {
+			t.Fatalf("sign-out: %d, cookie %v", resp.StatusCode, b.cookie)
+		}
+		b.cookie = old // the old cookie no longer signs anyone in
+		if resp, _ := b.do("GET", "/domains", nil, nil); resp.StatusCode != 401 {
+			t.Errorf("after sign-out the old cookie still works: %d", resp.StatusCode)
+		}
+
+		// A password; then the key's revocation ends a key session.
+		if err := env.App.Accounts.SetPassword(context.Background(), "bob", "correct horse battery"); err != nil {
+			t.Fatal(err)
+		}
+		pb := &browser{t: t, base: env.URL}
+		if r := pb.signIn("bob", "correct horse battery", "/domains"); r.StatusCode != 303 || r.Header.Get("Location") != "/domains" {
+			t.Fatalf("password sign-in: %d %q", r.StatusCode, r.Header.Get("Location"))
+		}
+		b.cookie = nil
+		b.signIn("alice", alice.Key, "/")
+		keys, _ := env.App.Accounts.Keys(context.Background(), "alice")
+		env.App.Accounts.RevokeKey(context.Background(), keys[0].ID)
+		if resp, _ := b.do("GET", "/domains", nil, nil); resp.StatusCode != 401 {
+			t.Errorf("a session of a revoked key: %d, want it ended", resp.StatusCode)
+		}
+		// Idle past the timeout (12 h by default): ended.
+		if _, err := env.App.DB.Writer().ExecContext(context.Background(), `UPDATE sessions SET last_seen_at = last_seen_at - 13 * 3600 * 1000`); err != nil {
+			t.Fatal(err)
+		}
+		if resp, _ := pb.do("GET", "/domains", nil, nil); resp.StatusCode != 401 {
+			t.Errorf("a session idle for 13 h: %d, want it ended", resp.StatusCode)
+		}
+		// The stylesheet: hashed name, cached for ever.
+		css := regexp.MustCompile(`href="(/static/console\.[0-9a-f]+\.css)"`).FindStringSubmatch(page)
+		if css == nil {
+			t.Fatal("no stylesheet link")
+		}
+		if resp, _ := b.do("GET", css[1], nil, nil); resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Cache-Control"), "immutable") {
+			t.Errorf("stylesheet: %d %q", resp.StatusCode, resp.Header.Get("Cache-Control"))
+		}
+	})
+}
+
+// TestConsoleOff: --console=false leaves / to the API's 404.
+func TestConsoleOff(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, store.SQLite, func(c *config.Config) { c.Console = false })
+	if resp := env.Do(apitest.Request{Method: "GET", Path: "/api/domains/x"}); resp.StatusCode != 401 {
+		t.Fatalf("API: %d", resp.StatusCode)
+	}
+	b := &browser{t: t, base: env.URL}
+	if resp, _ := b.do("GET", "/", nil, nil); resp.StatusCode != 404 {
+		t.Errorf("/ with the console off: %d, want 404", resp.StatusCode)
+	}
+}

@@ -1,0 +1,141 @@
+// Package console is Postline's web console: server-rendered pages over
+// the same services as the HTTP API (never the API over the network),
+// served by `postline serve` on the API's listener for paths outside /api/
+// and /t/. It owns sign-in, sessions and CSRF; every rule about domains,
+// keys and messages stays in the services.
+//
+// Security: a session is a random token in an HttpOnly, SameSite=Strict
+// cookie (Secure over TLS or an https public URL), stored hashed; every
+// POST carries the session's CSRF token and must not come from another
+// origin (Origin / Sec-Fetch-Site); pages are sent with a Content Security
+// Policy that allows no inline script and no framing; html/template
+// escapes every value.
+package console
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/ratelimit"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Config configures the console.
+type Config struct {
+	// SecureCookies marks the session cookie Secure (TLS, or an https
+	// public URL in front).
+	SecureCookies bool
+	Logger        *slog.Logger
+	Now           func() time.Time
+}
+
+// Deps are the services the pages use.
+type Deps struct {
+	Accounts *account.Service
+	Sessions *account.Sessions
+	Domains  *domain.Service
+	Attempts *ratelimit.Attempts // failed sign-ins per login and address
+}
+
+// Console serves the pages.
+type Console struct {
+	cfg    Config
+	deps   Deps
+	pages  map[string]*template.Template
+	assets map[string]asset // by hashed name
+	css    string           // the stylesheet's hashed path
+	mux    *http.ServeMux
+}
+
+type asset struct {
+	body        []byte
+	contentType string
+}
+
+// New builds the console.
+func New(cfg Config, deps Deps) (*Console, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c := &Console{cfg: cfg, deps: deps, pages: map[string]*template.Template{}, assets: map[string]asset{}}
+	if err := c.loadAssets(); err != nil {
+		return nil, err
+	}
+	funcs := template.FuncMap{"css": func() string { return c.css }, "iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) }}
+	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound"} {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, err
+		}
+		c.pages[name] = t
+	}
+	c.mux = http.NewServeMux()
+	for _, rt := range c.routes() {
+		c.mux.Handle(rt.pattern, rt.handler)
+	}
+	return c, nil
+}
+
+// loadAssets names each static file after its content's hash, so that it
+// can be cached for ever and a new version has a new name.
+func (c *Console) loadAssets() error {
+	return fs.WalkDir(staticFS, "static", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := staticFS.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		base := strings.TrimPrefix(path, "static/")
+		ext := base[strings.LastIndexByte(base, '.'):]
+		hashed := "/static/" + strings.TrimSuffix(base, ext) + "." + hex.EncodeToString(sum[:6]) + ext
+		ct := "application/octet-stream"
+		switch ext {
+		case ".css":
+			ct = "text/css; charset=utf-8"
+		case ".js":
+			ct = "text/javascript; charset=utf-8"
+		}
+		c.assets[hashed] = asset{body: b, contentType: ct}
+		if base == "console.css" {
+			c.css = hashed
+		}
+		return nil
+	})
+}
+
+// ServeHTTP implements http.Handler with the security headers every
+// answer carries.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+		"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	c.mux.ServeHTTP(w, r)
+}
+
+func (c *Console) ctx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), 30*time.Second)
+}

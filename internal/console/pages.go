@@ -1,0 +1,162 @@
+package console
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/apperr"
+)
+
+// view is what every page template gets.
+type view struct {
+	Title   string
+	Session *account.Session
+	Data    map[string]any
+}
+
+func (c *Console) render(w http.ResponseWriter, status int, page string, v view) {
+	var buf bytes.Buffer
+	if err := c.pages[page].Execute(&buf, v); err != nil {
+		c.cfg.Logger.Error("console: rendering", "page", page, "error", err)
+		http.Error(w, "Internal server error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes()) //nolint:errcheck // the client may be gone
+}
+
+// fail shows a service error as a page: another account's domain is the
+// same 404 as a missing one, as in the API.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *account.Session, err error) {
+	switch apperr.CodeOf(err) {
+	case apperr.NotFound:
+		c.render(w, http.StatusNotFound, "notfound", view{Title: "Not found", Session: s,
+			Data: map[string]any{"Message": "There is nothing here, or it is not yours."}})
+	default:
+		c.cfg.Logger.Error("console: page failed", "path", r.URL.Path, "error", err)
+		c.render(w, http.StatusInternalServerError, "notfound", view{Title: "Error", Session: s,
+			Data: map[string]any{"Message": "Something went wrong on the server; it has been logged."}})
+	}
+}
+
+func (c *Console) notFound(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	return apperr.Errorf(apperr.NotFound, "no page %s", r.URL.Path)
+}
+
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// signIn takes a login with an API key or with the account's console
+// password. Failures count against the login and the address (the same
+// limits as SMTP AUTH); past them nothing is checked.
+func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		http.Error(w, "Forbidden", http.StatusForbidden)
+		return
+	}
+	ctx, cancel := c.ctx(r)
+	defer cancel()
+	login, secret := strings.TrimSpace(r.PostFormValue("login")), r.PostFormValue("secret")
+	next := localPath(r.PostFormValue("next"))
+	again := func(status int, msg string) {
+		c.render(w, status, "signin", view{Title: "Sign in", Data: map[string]any{"Next": next, "Login": login, "Error": msg}})
+	}
+	ip := clientIP(r)
+	if a := c.deps.Attempts; a != nil {
+		if blocked, _, err := a.Blocked(ctx, login, ip); err == nil && blocked {
+			again(http.StatusTooManyRequests, "Too many failed sign-ins; try again in a few minutes.")
+			return
+		}
+	}
+	var p account.Principal
+	var err error
+	if strings.HasPrefix(secret, "pl_") {
+		p, err = c.deps.Accounts.Authenticate(ctx, login, secret)
+	} else {
+		p, err = c.deps.Accounts.CheckPassword(ctx, login, secret)
+	}
+	switch apperr.CodeOf(err) {
+	case "":
+	case apperr.Unauthorized, apperr.AuthMissing:
+		if a := c.deps.Attempts; a != nil {
+			a.Failed(ctx, login, ip) //nolint:errcheck // refused either way
+		}
+		again(http.StatusUnauthorized, "The login, API key or password is not right, or the account is disabled.")
+		return
+	default:
+		c.cfg.Logger.Error("console: sign-in", "error", err)
+		again(http.StatusInternalServerError, "Signing in failed on the server; try again.")
+		return
+	}
+	token, _, err := c.deps.Sessions.Start(ctx, p)
+	if err != nil {
+		c.cfg.Logger.Error("console: starting a session", "error", err)
+		again(http.StatusInternalServerError, "Signing in failed on the server; try again.")
+		return
+	}
+	c.setSessionCookie(w, token)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *Console) signOut(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	if ck, err := r.Cookie(c.cookieName()); err == nil {
+		if err := c.deps.Sessions.End(r.Context(), ck.Value); err != nil {
+			return err
+		}
+	}
+	c.setSessionCookie(w, "")
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+	return nil
+}
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	doms, err := c.deps.Domains.List(r.Context(), s.AccountID)
+	if err != nil {
+		return err
+	}
+	c.render(w, http.StatusOK, "overview", view{Title: "Overview", Session: s, Data: map[string]any{"Domains": doms}})
+	return nil
+}
+
+func (c *Console) domainList(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	doms, err := c.deps.Domains.List(r.Context(), s.AccountID)
+	if err != nil {
+		return err
+	}
+	c.render(w, http.StatusOK, "domains", view{Title: "Domains", Session: s, Data: map[string]any{"Domains": doms}})
+	return nil
+}
+
+func (c *Console) domainPage(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	c.render(w, http.StatusOK, "domain", view{Title: d.Name, Session: s,
+		Data: map[string]any{"Domain": d, "Records": c.deps.Domains.Records(d), "Claim": d.ClaimStatus()}})
+	return nil
+}
+
+
+// static serves the embedded assets under their hashed names, cached for
+// ever: a new version has a new name.
+func (c *Console) static(w http.ResponseWriter, r *http.Request) {
+	a, ok := c.assets[r.URL.Path]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", a.contentType)
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	w.Write(a.body) //nolint:errcheck // the client may be gone
+}
