@@ -147,7 +147,6 @@ func (c *Console) domainPage(w http.ResponseWriter, r *http.Request, s *account.
 	return nil
 }
 
-
 // static serves the embedded assets under their hashed names, cached for
 // ever: a new version has a new name.
 func (c *Console) static(w http.ResponseWriter, r *http.Request) {
