@@ -22,6 +22,7 @@ func (a *App) console() http.Handler {
 		Accounts: a.Accounts,
 		Sessions: account.NewSessions(store.NewSessions(a.DB), a.Config.ConsoleIdleTimeout, nil),
 		Domains:  a.Domains,
+		Events:   a.Events,
 		Attempts: &ratelimit.Attempts{Limiter: a.Limiter, PerLogin: a.Config.AuthAttemptsPerLogin, PerAddress: a.Config.AuthAttemptsPerAddress},
 	})
 	if err != nil { // embedded templates: a build error, caught by every test

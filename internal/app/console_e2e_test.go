@@ -8,9 +8,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/postline/postline/internal/apitest"
 	"github.com/postline/postline/internal/config"
+	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/store"
 )
 
@@ -176,5 +178,50 @@ func TestConsoleOff(t *testing.T) {
 	b := &browser{t: t, base: env.URL}
 	if resp, _ := b.do("GET", "/", nil, nil); resp.StatusCode != 404 {
 		t.Errorf("/ with the console off: %d, want 404", resp.StatusCode)
+	}
+}
+
+// TestConsoleLogAndChain: the log page lists a sent message's entries with
+// every value escaped, filters by type, and opens the message's chain;
+// another account's log is the 404 page.
+func TestConsoleLogAndChain(t *testing.T) {
+	t.Parallel()
+	e := startSend(t, store.SQLite, false, nil)
+	other := e.NewUser("mallory")
+	e.NewDomain(other, "mallory.example")
+	parts := basicParts("ann@rcpt.example.net")
+	for i := range parts {
+		if parts[i].name == "subject" {
+			parts[i].value = `<script>alert("x")</script> Order`
+		}
+	}
+	resp := e.send(t, parts, nil)
+	if resp.StatusCode != 202 {
+		t.Fatalf("send: %d %s", resp.StatusCode, resp.Body)
+	}
+	msgID := resp.JSON["data"].(map[string]any)["message_ids"].([]any)[0].(string)
+	if _, err := e.sink.WaitForMessages(ctxTimeout(t, 15*time.Second), 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the delivered entry", func() bool { return len(e.entries(t, "ann@rcpt.example.net", event.Delivered)) == 1 })
+	b := &browser{t: t, base: e.URL}
+	b.signIn("alice", e.user.Key, "/")
+	r, page := b.do("GET", "/domains/shop.example.com/log", nil, nil)
+	if r.StatusCode != 200 || strings.Contains(page, "<script>alert") || !strings.Contains(page, "&lt;script&gt;") ||
+		!strings.Contains(page, "ann@rcpt.example.net") || !strings.Contains(page, "/messages/"+msgID) {
+		t.Fatalf("log page: %d\n%s", r.StatusCode, page)
+	}
+	if _, page := b.do("GET", "/domains/shop.example.com/log?type=delivered", nil, nil); strings.Count(page, "<td>delivered</td>") != 1 || strings.Contains(page, "<td>queued</td>") {
+		t.Errorf("type=delivered shows other types:\n%s", page)
+	}
+	r, page = b.do("GET", "/domains/shop.example.com/messages/"+msgID, nil, nil)
+	q, s, dl := strings.Index(page, "<td>queued</td>"), strings.Index(page, "<td>send</td>"), strings.Index(page, "<td>delivered</td>")
+	if r.StatusCode != 200 || q < 0 || s < q || dl < s || !strings.Contains(page, "smtp_code") {
+		t.Errorf("chain page: %d, queued/send/delivered at %d/%d/%d\n%s", r.StatusCode, q, s, dl, page)
+	}
+	for _, p := range []string{"/domains/mallory.example/log", "/domains/mallory.example/messages/" + msgID} {
+		if r, _ := b.do("GET", p, nil, nil); r.StatusCode != 404 {
+			t.Errorf("GET %s: %d, want 404", p, r.StatusCode)
+		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/ratelimit"
 )
 
@@ -49,6 +50,7 @@ type Deps struct {
 	Accounts *account.Service
 	Sessions *account.Sessions
 	Domains  *domain.Service
+	Events   *event.Service
 	Attempts *ratelimit.Attempts // failed sign-ins per login and address
 }
 
@@ -80,7 +82,7 @@ func New(cfg Config, deps Deps) (*Console, error) {
 		return nil, err
 	}
 	funcs := template.FuncMap{"css": func() string { return c.css }, "iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) }}
-	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound"} {
+	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, err

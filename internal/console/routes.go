@@ -16,6 +16,8 @@ func (c *Console) routes() []consoleRoute {
 		{"POST /sign-out", c.form(c.signOut)},
 		{"GET /domains", c.page(c.domainList)},
 		{"GET /domains/{name}", c.page(c.domainPage)},
+		{"GET /domains/{name}/log", c.page(c.logPage)},
+		{"GET /domains/{name}/messages/{id}", c.page(c.chainPage)},
 		{"GET /static/{file}", http.HandlerFunc(c.static)},
 		{"/", c.page(c.notFound)},
 	}

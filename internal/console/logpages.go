@@ -1,0 +1,89 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/event"
+)
+
+// logPageSize is the entries one log page shows.
+const logPageSize = 50
+
+// logPage is a domain's delivery log: the API's filters (type, recipient,
+// sender, subject, tags), newest first, in pages, through the same
+// service and indexes as GET /api/domains/{domain}/log.
+func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	f := event.Filter{DomainID: d.ID, Limit: logPageSize, Recipient: strings.TrimSpace(q.Get("recipient")),
+		Sender: strings.TrimSpace(q.Get("sender")), Subject: q.Get("subject"), Tags: q.Get("tags")}
+	var problems []string
+	if t := q.Get("type"); t != "" {
+		if f.Type = event.Type(t); !f.Type.Valid() {
+			problems = append(problems, "Unknown event type "+strconv.Quote(t)+".")
+			f.Type = ""
+		}
+	}
+	page := 1
+	if p := q.Get("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 200 {
+			problems = append(problems, "The page must be a number from 1 to 200.")
+		} else {
+			page = n
+		}
+	}
+	f.Offset = (page - 1) * logPageSize
+	pg, err := c.deps.Events.List(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	next := url.Values{}
+	for k, v := range q {
+		next[k] = v
+	}
+	next.Set("page", strconv.Itoa(page+1))
+	prev := url.Values{}
+	for k, v := range q {
+		prev[k] = v
+	}
+	prev.Set("page", strconv.Itoa(page-1))
+	c.render(w, http.StatusOK, "log", view{Title: "Log · " + d.Name, Session: s, Data: map[string]any{
+		"Domain": d, "Entries": pg.Entries, "Total": pg.Total, "Exact": pg.Exact, "Page": page,
+		"HasNext": f.Offset+len(pg.Entries) < pg.Total, "HasPrev": page > 1,
+		"Next": "?" + next.Encode(), "Prev": "?" + prev.Encode(), "Types": event.Types(), "Q": q, "Problems": problems,
+	}})
+	return nil
+}
+
+// chainPage is one message's whole chain (send → queued → delivered,
+// opened ...) for every recipient, oldest first, with the SMTP answers.
+func (c *Console) chainPage(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	pg, err := c.deps.Events.List(r.Context(), event.Filter{DomainID: d.ID, MessageID: id, Limit: 1000})
+	if err != nil {
+		return err
+	}
+	if len(pg.Entries) == 0 {
+		return apperr.Errorf(apperr.NotFound, "no message %s", id)
+	}
+	entries := pg.Entries
+	for i, j := 0, len(entries)-1; i < j; i, j = i+1, j-1 { // oldest first
+		entries[i], entries[j] = entries[j], entries[i]
+	}
+	c.render(w, http.StatusOK, "chain", view{Title: "Message " + id, Session: s,
+		Data: map[string]any{"Domain": d, "MessageID": id, "Entries": entries}})
+	return nil
+}
