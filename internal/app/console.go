@@ -19,11 +19,12 @@ func (a *App) console() http.Handler {
 		SecureCookies: a.Config.APITLS || strings.HasPrefix(a.Config.EffectivePublicURL(), "https://"),
 		Logger:        a.Logger,
 	}, console.Deps{
-		Accounts: a.Accounts,
-		Sessions: account.NewSessions(store.NewSessions(a.DB), a.Config.ConsoleIdleTimeout, nil),
-		Domains:  a.Domains,
-		Events:   a.Events,
-		Attempts: &ratelimit.Attempts{Limiter: a.Limiter, PerLogin: a.Config.AuthAttemptsPerLogin, PerAddress: a.Config.AuthAttemptsPerAddress},
+		Accounts:     a.Accounts,
+		Sessions:     account.NewSessions(store.NewSessions(a.DB), a.Config.ConsoleIdleTimeout, nil),
+		Domains:      a.Domains,
+		Events:       a.Events,
+		Suppressions: a.Suppressions,
+		Attempts:     &ratelimit.Attempts{Limiter: a.Limiter, PerLogin: a.Config.AuthAttemptsPerLogin, PerAddress: a.Config.AuthAttemptsPerAddress},
 	})
 	if err != nil { // embedded templates: a build error, caught by every test
 		panic(err)

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -223,5 +224,69 @@ func TestConsoleLogAndChain(t *testing.T) {
 		if r, _ := b.do("GET", p, nil, nil); r.StatusCode != 404 {
 			t.Errorf("GET %s: %d, want 404", p, r.StatusCode)
 		}
+	}
+}
+
+// TestConsoleKeysAndSuppressions: a key created in the console is shown
+// once and works on the API; revoking another account's key id is a 404;
+// an address suppressed and whitelisted in the console is what the
+// suppression service has; bad input is shown next to its field.
+func TestConsoleKeysAndSuppressions(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, store.SQLite, nil)
+	alice, bob := env.NewUser("alice"), env.NewUser("bob")
+	env.NewDomain(alice, "alice.example")
+	env.NewDomain(bob, "bob.example")
+	b := &browser{t: t, base: env.URL}
+	b.signIn("alice", alice.Key, "/")
+	_, page := b.do("GET", "/keys", nil, nil)
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+	r, page := b.do("POST", "/keys", url.Values{"csrf": {csrf}, "name": {"deploy"}}, nil)
+	key := regexp.MustCompile(`pl_[A-Za-z0-9_-]{40,}`).FindString(page)
+	if r.StatusCode != 201 || key == "" {
+		t.Fatalf("create key: %d\n%s", r.StatusCode, page)
+	}
+	if resp := env.Do(apitest.Request{Method: "GET", Path: "/api/domains", Auth: apitest.User{Login: "alice", Key: key}.Auth()}); resp.StatusCode != 200 {
+		t.Errorf("the console's new key on the API: %d", resp.StatusCode)
+	}
+	if _, page := b.do("GET", "/keys", nil, nil); strings.Contains(page, key) || !strings.Contains(page, "deploy") {
+		t.Error("the key list shows the whole key, or not its name")
+	}
+	if r, page := b.do("POST", "/keys", url.Values{"csrf": {csrf}, "name": {strings.Repeat("n", 101)}}, nil); r.StatusCode != 422 || !strings.Contains(page, `class="error"`) {
+		t.Errorf("a 101-character key name: %d", r.StatusCode)
+	}
+	bobKeys, _ := env.App.Accounts.Keys(context.Background(), "bob")
+	if r, _ := b.do("POST", fmt.Sprintf("/keys/%d/revoke", bobKeys[0].ID), url.Values{"csrf": {csrf}}, nil); r.StatusCode != 404 {
+		t.Errorf("revoking bob's key from alice's console: %d, want 404", r.StatusCode)
+	}
+	if resp := env.Do(apitest.Request{Method: "GET", Path: "/api/domains", Auth: bob.Auth()}); resp.StatusCode != 200 {
+		t.Fatalf("bob's key after alice's attempt: %d", resp.StatusCode)
+	}
+
+	add := func(recipient, typ string) (*http.Response, string) {
+		return b.do("POST", "/domains/alice.example/suppressions", url.Values{"csrf": {csrf}, "recipient": {recipient}, "type": {typ}}, nil)
+	}
+	if r, _ := add("gone@x.example", "bounce"); r.StatusCode != 303 {
+		t.Fatalf("suppress: %d", r.StatusCode)
+	}
+	if r, _ := add("gone@x.example", "whitelist"); r.StatusCode != 303 {
+		t.Fatalf("whitelist: %d", r.StatusCode)
+	}
+	dom, err := env.App.Domains.Owned(context.Background(), alice.ID, "alice.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := env.App.Suppressions.Check(context.Background(), dom.ID, "gone@x.example")
+	if err != nil || v.Suppressed {
+		t.Errorf("after suppress + whitelist in the console: %+v, %v; want not suppressed", v, err)
+	}
+	if r, page := add("not an address", "bounce"); r.StatusCode != 422 || !strings.Contains(page, `id="s-recipient-err"`) {
+		t.Errorf("a bad recipient: %d", r.StatusCode)
+	}
+	if r, _ := b.do("GET", "/domains/bob.example/suppressions", nil, nil); r.StatusCode != 404 {
+		t.Errorf("bob's suppressions from alice's console: %d", r.StatusCode)
+	}
+	if r, _ := b.do("POST", "/domains/bob.example/suppressions", url.Values{"csrf": {csrf}, "recipient": {"x@y.example"}, "type": {"bounce"}}, nil); r.StatusCode != 404 {
+		t.Errorf("adding to bob's list from alice's console: %d", r.StatusCode)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/ratelimit"
+	"github.com/postline/postline/internal/suppression"
 )
 
 //go:embed templates/*.html
@@ -51,7 +52,9 @@ type Deps struct {
 	Sessions *account.Sessions
 	Domains  *domain.Service
 	Events   *event.Service
-	Attempts *ratelimit.Attempts // failed sign-ins per login and address
+	// Suppressions is the domains' lists.
+	Suppressions *suppression.Service
+	Attempts     *ratelimit.Attempts // failed sign-ins per login and address
 }
 
 // Console serves the pages.
@@ -82,7 +85,7 @@ func New(cfg Config, deps Deps) (*Console, error) {
 		return nil, err
 	}
 	funcs := template.FuncMap{"css": func() string { return c.css }, "iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) }}
-	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain"} {
+	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, err

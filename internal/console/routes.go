@@ -18,6 +18,12 @@ func (c *Console) routes() []consoleRoute {
 		{"GET /domains/{name}", c.page(c.domainPage)},
 		{"GET /domains/{name}/log", c.page(c.logPage)},
 		{"GET /domains/{name}/messages/{id}", c.page(c.chainPage)},
+		{"GET /domains/{name}/suppressions", c.page(c.suppressionsPage)},
+		{"POST /domains/{name}/suppressions", c.form(c.addSuppression)},
+		{"POST /domains/{name}/suppressions/{id}/delete", c.form(c.deleteSuppression)},
+		{"GET /keys", c.page(c.keysPage)},
+		{"POST /keys", c.form(c.createKey)},
+		{"POST /keys/{id}/revoke", c.form(c.revokeKey)},
 		{"GET /static/{file}", http.HandlerFunc(c.static)},
 		{"/", c.page(c.notFound)},
 	}
