@@ -24,6 +24,7 @@ func (a *App) console() http.Handler {
 		Domains:      a.Domains,
 		Events:       a.Events,
 		Suppressions: a.Suppressions,
+		Webhooks:     a.Webhooks,
 		Attempts:     &ratelimit.Attempts{Limiter: a.Limiter, PerLogin: a.Config.AuthAttemptsPerLogin, PerAddress: a.Config.AuthAttemptsPerAddress},
 	})
 	if err != nil { // embedded templates: a build error, caught by every test

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -288,5 +289,36 @@ func TestConsoleKeysAndSuppressions(t *testing.T) {
 	}
 	if r, _ := b.do("POST", "/domains/bob.example/suppressions", url.Values{"csrf": {csrf}, "recipient": {"x@y.example"}, "type": {"bounce"}}, nil); r.StatusCode != 404 {
 		t.Errorf("adding to bob's list from alice's console: %d", r.StatusCode)
+	}
+}
+
+// TestConsoleWebhooks: a webhook added in the console shows its secret
+// once, then its posts with their status; another account's webhooks are
+// a 404 page.
+func TestConsoleWebhooks(t *testing.T) {
+	t.Parallel()
+	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.WebhookAllowPrivate = true })
+	other := e.NewUser("mallory")
+	e.NewDomain(other, "mallory.example")
+	hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+	defer hooks.Close()
+	b := &browser{t: t, base: e.URL}
+	b.signIn("alice", e.user.Key, "/")
+	_, page := b.do("GET", "/domains/shop.example.com/webhooks", nil, nil)
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+	r, page := b.do("POST", "/domains/shop.example.com/webhooks", url.Values{"csrf": {csrf}, "url": {hooks.URL + "/in"}, "event_types": {"delivered"}}, nil)
+	if r.StatusCode != 201 || !strings.Contains(page, "whsec_") {
+		t.Fatalf("add webhook: %d\n%s", r.StatusCode, page)
+	}
+	if r, page := b.do("POST", "/domains/shop.example.com/webhooks", url.Values{"csrf": {csrf}, "url": {"ftp://x"}}, nil); r.StatusCode != 422 || !strings.Contains(page, `id="wh-url-err"`) {
+		t.Errorf("a bad URL: %d", r.StatusCode)
+	}
+	e.send(t, basicParts("ann@rcpt.example.net"), nil)
+	waitFor(t, "a post listed with status 204", func() bool {
+		_, page := b.do("GET", "/domains/shop.example.com/webhooks", nil, nil)
+		return strings.Contains(page, "<td>204</td>") && !strings.Contains(page, "whsec_")
+	})
+	if r, _ := b.do("GET", "/domains/mallory.example/webhooks", nil, nil); r.StatusCode != 404 {
+		t.Errorf("mallory's webhooks from alice's console: %d", r.StatusCode)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/suppression"
+	"github.com/postline/postline/internal/webhook"
 )
 
 //go:embed templates/*.html
@@ -54,6 +55,7 @@ type Deps struct {
 	Events   *event.Service
 	// Suppressions is the domains' lists.
 	Suppressions *suppression.Service
+	Webhooks     *webhook.Service
 	Attempts     *ratelimit.Attempts // failed sign-ins per login and address
 }
 
@@ -85,7 +87,7 @@ func New(cfg Config, deps Deps) (*Console, error) {
 		return nil, err
 	}
 	funcs := template.FuncMap{"css": func() string { return c.css }, "iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) }}
-	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions"} {
+	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, err

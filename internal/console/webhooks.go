@@ -1,0 +1,81 @@
+package console
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/webhook"
+)
+
+// hookView is a webhook with its recent posts.
+type hookView struct {
+	webhook.Webhook
+	Posts []webhook.Post
+}
+
+// webhooksPage lists a domain's webhooks with their recent posts; a new
+// webhook's signing secret is shown once, in the answer to its POST.
+func (c *Console) webhooksPage(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	return c.renderWebhooks(w, r, s, http.StatusOK, "", nil)
+}
+
+func (c *Console) renderWebhooks(w http.ResponseWriter, r *http.Request, s *account.Session, status int, secret string, fieldErr map[string][]string) error {
+	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	list, err := c.deps.Webhooks.List(r.Context(), d.ID)
+	if err != nil {
+		return err
+	}
+	hooks := make([]hookView, len(list))
+	for i, h := range list {
+		h.Secret = "" // never rendered
+		posts, err := c.deps.Webhooks.Posts(r.Context(), d.ID, h.ID, 10)
+		if err != nil {
+			return err
+		}
+		hooks[i] = hookView{Webhook: h, Posts: posts}
+	}
+	c.render(w, status, "webhooks", view{Title: "Webhooks · " + d.Name, Session: s, Data: map[string]any{
+		"Domain": d, "Hooks": hooks, "Secret": secret, "Errors": fieldErr, "Types": event.Types()}})
+	return nil
+}
+
+func (c *Console) createWebhook(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	if err := r.ParseForm(); err != nil {
+		return apperr.Field("url", "the form could not be read")
+	}
+	h, err := c.deps.Webhooks.Create(r.Context(), d.ID, strings.TrimSpace(r.PostForm.Get("url")), r.PostForm["event_types"])
+	if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
+		return c.renderWebhooks(w, r, s, http.StatusUnprocessableEntity, "", e.Fields)
+	}
+	if err != nil {
+		return err
+	}
+	return c.renderWebhooks(w, r, s, http.StatusCreated, h.Secret, nil)
+}
+
+func (c *Console) deleteWebhook(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return apperr.Errorf(apperr.NotFound, "no webhook")
+	}
+	if err := c.deps.Webhooks.Delete(r.Context(), d.ID, id); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/domains/"+d.Name+"/webhooks", http.StatusSeeOther)
+	return nil
+}
