@@ -213,6 +213,7 @@ func (a *App) Close() error {
 func (a *App) API() *httpapi.Server {
 	return httpapi.New(httpapi.Deps{
 		Console:      a.console(),
+		Queue:        sending.NewQueue(store.NewQueue(a.DB), nil),
 		Accounts:     a.Accounts,
 		Domains:      a.Domains,
 		Suppressions: a.Suppressions,

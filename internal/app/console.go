@@ -7,6 +7,7 @@ import (
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/console"
 	"github.com/postline/postline/internal/ratelimit"
+	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/store"
 )
 
@@ -25,6 +26,7 @@ func (a *App) console() http.Handler {
 		Events:       a.Events,
 		Suppressions: a.Suppressions,
 		Webhooks:     a.Webhooks,
+		Queue:        sending.NewQueue(store.NewQueue(a.DB), nil),
 		Attempts:     &ratelimit.Attempts{Limiter: a.Limiter, PerLogin: a.Config.AuthAttemptsPerLogin, PerAddress: a.Config.AuthAttemptsPerAddress},
 	})
 	if err != nil { // embedded templates: a build error, caught by every test

@@ -322,3 +322,48 @@ func TestConsoleWebhooks(t *testing.T) {
 		t.Errorf("mallory's webhooks from alice's console: %d", r.StatusCode)
 	}
 }
+
+// TestConsoleOperator: the operator page is 403 to senders; an operator
+// creates and disables accounts there (the disabled account's key stops
+// working) and sees the queue.
+func TestConsoleOperator(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, store.SQLite, nil)
+	alice, op := env.NewUser("alice"), env.NewUser("op")
+	env.App.Accounts.SetAdmin(context.Background(), "op", true)
+	b := &browser{t: t, base: env.URL}
+	b.signIn("alice", alice.Key, "/")
+	if r, _ := b.do("GET", "/admin", nil, nil); r.StatusCode != 403 {
+		t.Errorf("/admin for a sender: %d, want 403", r.StatusCode)
+	}
+	_, page := b.do("GET", "/", nil, nil)
+	if strings.Contains(page, `href="/admin"`) {
+		t.Error("a sender's navigation links the operator page")
+	}
+	o := &browser{t: t, base: env.URL}
+	o.signIn("op", op.Key, "/")
+	r, page := o.do("GET", "/admin", nil, nil)
+	if r.StatusCode != 200 || !strings.Contains(page, "alice") || !strings.Contains(page, "Nothing waiting") {
+		t.Fatalf("/admin for the operator: %d\n%s", r.StatusCode, page)
+	}
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+	if r, page := o.do("POST", "/admin/accounts", url.Values{"csrf": {csrf}, "login": {"dave"}}, nil); r.StatusCode != 201 || !strings.Contains(page, "dave") {
+		t.Errorf("create dave: %d", r.StatusCode)
+	}
+	if r, page := o.do("POST", "/admin/accounts", url.Values{"csrf": {csrf}, "login": {"no spaces"}}, nil); r.StatusCode != 422 || !strings.Contains(page, `id="a-login-err"`) {
+		t.Errorf("a bad login: %d", r.StatusCode)
+	}
+	if r, _ := o.do("POST", "/admin/accounts/alice/disable", url.Values{"csrf": {csrf}}, nil); r.StatusCode != 303 {
+		t.Fatalf("disable alice: %d", r.StatusCode)
+	}
+	if resp := env.Do(apitest.Request{Method: "GET", Path: "/api/domains", Auth: alice.Auth()}); resp.StatusCode != 401 {
+		t.Errorf("alice's key after the operator disabled her: %d", resp.StatusCode)
+	}
+	if r, _ := b.do("GET", "/domains", nil, nil); r.StatusCode != 401 {
+		t.Errorf("alice's console session after she was disabled: %d", r.StatusCode)
+	}
+	b.do("POST", "/admin/accounts/op/disable", url.Values{"csrf": {csrf}}, nil) // alice's ended session, the operator's token
+	if resp := env.Do(apitest.Request{Method: "GET", Path: "/api/domains", Auth: op.Auth()}); resp.StatusCode != 200 {
+		t.Error("a signed-out browser with the operator's CSRF token disabled the operator")
+	}
+}

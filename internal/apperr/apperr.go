@@ -24,6 +24,7 @@ const (
 	RateLimited   Code = "rate_limited"  // over the window's budget
 	TooLarge      Code = "too_large"     // body or part over its size limit
 	Unavailable   Code = "unavailable"   // a dependency is down; retry later
+	Forbidden     Code = "forbidden"     // authenticated, but not allowed (an operator's route)
 	Internal      Code = "internal"      // a bug or an unexpected fault
 )
 

@@ -28,6 +28,7 @@ import (
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/ratelimit"
+	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/suppression"
 	"github.com/postline/postline/internal/webhook"
 )
@@ -56,6 +57,7 @@ type Deps struct {
 	// Suppressions is the domains' lists.
 	Suppressions *suppression.Service
 	Webhooks     *webhook.Service
+	Queue        *sending.Queue
 	Attempts     *ratelimit.Attempts // failed sign-ins per login and address
 }
 
@@ -87,7 +89,7 @@ func New(cfg Config, deps Deps) (*Console, error) {
 		return nil, err
 	}
 	funcs := template.FuncMap{"css": func() string { return c.css }, "iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) }}
-	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks"} {
+	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks", "admin"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, err

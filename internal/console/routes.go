@@ -27,6 +27,11 @@ func (c *Console) routes() []consoleRoute {
 		{"GET /keys", c.page(c.keysPage)},
 		{"POST /keys", c.form(c.createKey)},
 		{"POST /keys/{id}/revoke", c.form(c.revokeKey)},
+		{"GET /admin", c.page(c.adminOnly(c.adminPage))},
+		{"POST /admin/accounts", c.form(c.adminOnly(c.adminCreateAccount))},
+		{"POST /admin/accounts/{login}/disable", c.form(c.adminOnly(c.adminSetDisabled(true)))},
+		{"POST /admin/accounts/{login}/enable", c.form(c.adminOnly(c.adminSetDisabled(false)))},
+		{"POST /admin/queue/retry", c.form(c.adminOnly(c.adminRetry))},
 		{"GET /static/{file}", http.HandlerFunc(c.static)},
 		{"/", c.page(c.notFound)},
 	}

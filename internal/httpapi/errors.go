@@ -27,6 +27,8 @@ func status(code apperr.Code, g group) int {
 		return http.StatusUnauthorized
 	case apperr.Conflict:
 		return http.StatusConflict
+	case apperr.Forbidden:
+		return http.StatusForbidden
 	case apperr.RateLimited:
 		return http.StatusTooManyRequests
 	case apperr.TooLarge:

@@ -70,6 +70,17 @@ func (s *Server) routeTable() []route {
 		{method: "DELETE", path: "/api/domains/{domain}/webhooks/{id}", group: groupDomain, handler: s.handleDeleteWebhook},
 		{method: "GET", path: "/api/domains/{domain}/webhooks/{id}/posts", group: groupDomain, handler: s.handleWebhookPosts},
 
+		// The operator's: accounts and the queue across every domain (403 for
+		// other accounts).
+		{method: "GET", path: "/api/admin/accounts", group: groupDomain, handler: admin(s.handleAdminAccounts)},
+		{method: "POST", path: "/api/admin/accounts", group: groupDomain, handler: admin(s.handleAdminCreateAccount)},
+		{method: "POST", path: "/api/admin/accounts/{login}/disable", group: groupDomain, handler: admin(s.handleAdminDisable)},
+		{method: "POST", path: "/api/admin/accounts/{login}/enable", group: groupDomain, handler: admin(s.handleAdminEnable)},
+		{method: "GET", path: "/api/admin/accounts/{login}/keys", group: groupDomain, handler: admin(s.handleAdminKeys)},
+		{method: "POST", path: "/api/admin/accounts/{login}/keys", group: groupDomain, handler: admin(s.handleAdminCreateKey)},
+		{method: "GET", path: "/api/admin/queue", group: groupDomain, handler: admin(s.handleAdminQueue)},
+		{method: "POST", path: "/api/admin/queue/retry", group: groupDomain, handler: admin(s.handleAdminRetry)},
+
 		{method: "POST", path: "/api/domains", group: groupDomain, handler: s.handleCreateDomain},
 		{method: "GET", path: "/api/domains", group: groupDomain, handler: s.handleListDomains},
 		{method: "GET", path: "/api/domains/{domain}", group: groupDomain, handler: s.handleGetDomain},

@@ -56,6 +56,8 @@ type Deps struct {
 	DB       Pinger
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // metrics are registered here; nil makes a private one
+	// Queue is the operator's view of the delivery queue (/api/admin/).
+	Queue *sending.Queue
 	// Console serves the web console for paths outside /api/ and /t/ (nil:
 	// those are 404 like any unknown path).
 	Console http.Handler

@@ -1,0 +1,125 @@
+package console
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/apperr"
+)
+
+// adminOnly shows non-operators a 403 page.
+func (c *Console) adminOnly(fn pageFunc) pageFunc {
+	return func(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+		if !s.Admin {
+			c.render(w, http.StatusForbidden, "notfound", view{Title: "Operators only", Session: s,
+				Data: map[string]any{"Message": "This page is for operator accounts (postline user create --admin)."}})
+			return nil
+		}
+		return fn(w, r, s)
+	}
+}
+
+// adminPage is the operator's view: every account, the queue across
+// every domain, and "retry now".
+func (c *Console) adminPage(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	return c.renderAdmin(w, r, s, http.StatusOK, nil, "")
+}
+
+func (c *Console) renderAdmin(w http.ResponseWriter, r *http.Request, s *account.Session, status int, fieldErr map[string][]string, notice string) error {
+	users, err := c.deps.Accounts.Users(r.Context())
+	if err != nil {
+		return err
+	}
+	counts, err := c.deps.Queue.Counts(r.Context())
+	if err != nil {
+		return err
+	}
+	type row struct {
+		Domain                     string
+		Queued, Deferred, InFlight int
+		Oldest                     string
+	}
+	var rows []row
+	var total row
+	for _, q := range counts {
+		name := "?"
+		if d, err := c.deps.Domains.ByID(r.Context(), q.DomainID); err == nil {
+			name = d.Name
+		}
+		rr := row{Domain: name, Queued: q.Queued, Deferred: q.Deferred, InFlight: q.InFlight}
+		if q.OldestDeferred != nil {
+			rr.Oldest = q.OldestDeferred.UTC().Format("2006-01-02T15:04:05Z")
+		}
+		rows = append(rows, rr)
+		total.Queued, total.Deferred, total.InFlight = total.Queued+q.Queued, total.Deferred+q.Deferred, total.InFlight+q.InFlight
+	}
+	c.render(w, status, "admin", view{Title: "Operator", Session: s, Data: map[string]any{
+		"Users": users, "Queue": rows, "Total": total, "Errors": fieldErr, "Notice": notice}})
+	return nil
+}
+
+func (c *Console) adminCreateAccount(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	login := strings.TrimSpace(r.PostFormValue("login"))
+	if err := account.CheckLogin(login); err != nil {
+		return c.renderAdmin(w, r, s, http.StatusUnprocessableEntity, map[string][]string{"login": {err.Error()}}, "")
+	}
+	if _, err := c.deps.Accounts.CreateUser(r.Context(), login); err != nil {
+		if apperr.CodeOf(err) == apperr.Conflict {
+			return c.renderAdmin(w, r, s, http.StatusConflict, map[string][]string{"login": {"That login exists."}}, "")
+		}
+		return err
+	}
+	if r.PostFormValue("admin") == "on" {
+		if err := c.deps.Accounts.SetAdmin(r.Context(), login, true); err != nil {
+			return err
+		}
+	}
+	return c.renderAdmin(w, r, s, http.StatusCreated, nil, "Account "+login+" created; give it a key with postline key create or POST /api/admin/accounts/"+login+"/keys.")
+}
+
+func (c *Console) adminSetDisabled(disable bool) pageFunc {
+	return func(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+		login := r.PathValue("login")
+		var err error
+		if disable {
+			err = c.deps.Accounts.DisableUser(r.Context(), login)
+		} else {
+			err = c.deps.Accounts.EnableUser(r.Context(), login)
+		}
+		if err != nil {
+			return err
+		}
+		http.Redirect(w, r, "/admin", http.StatusSeeOther)
+		return nil
+	}
+}
+
+func (c *Console) adminRetry(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	n, err := c.deps.Queue.RetryNow(r.Context(), 0)
+	if err != nil {
+		return err
+	}
+	return c.renderAdmin(w, r, s, http.StatusOK, nil, pluralDeliveries(n)+" made due now.")
+}
+
+func pluralDeliveries(n int64) string {
+	if n == 1 {
+		return "1 deferred delivery"
+	}
+	return itoa64(n) + " deferred deliveries"
+}
+
+func itoa64(n int64) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,181 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/apperr"
+)
+
+// admin lets only operator accounts through (the one serve creates first,
+// or `postline user create --admin`).
+func admin(h authedHandler) authedHandler {
+	return func(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+		if !p.Admin {
+			return apperr.Errorf(apperr.Forbidden, "This needs an operator account (postline user create --admin).")
+		}
+		return h(w, r, p)
+	}
+}
+
+type accountJSON struct {
+	ID          int64   `json:"id"`
+	Login       string  `json:"login"`
+	CreatedAt   string  `json:"created_at"`
+	Disabled    bool    `json:"disabled"`
+	DisabledAt  *string `json:"disabled_at"`
+	Admin       bool    `json:"admin"`
+	PasswordSet bool    `json:"password_set"`
+}
+
+func accountView(a account.Account) accountJSON {
+	v := accountJSON{ID: a.ID, Login: a.Login, CreatedAt: timeJSON(a.CreatedAt), Disabled: a.DisabledAt != nil,
+		Admin: a.Admin, PasswordSet: a.PasswordSet}
+	if a.DisabledAt != nil {
+		t := timeJSON(*a.DisabledAt)
+		v.DisabledAt = &t
+	}
+	return v
+}
+
+func (s *Server) handleAdminAccounts(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
+	users, err := s.Accounts.Users(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]accountJSON, len(users))
+	for i, u := range users {
+		out[i] = accountView(u)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": out})
+	return nil
+}
+
+func (s *Server) handleAdminCreateAccount(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
+	var in struct {
+		Login string `json:"login"`
+		Admin bool   `json:"admin"`
+	}
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	if err := account.CheckLogin(in.Login); err != nil {
+		return apperr.Field("login", err.Error())
+	}
+	a, err := s.Accounts.CreateUser(r.Context(), in.Login)
+	if err != nil {
+		return err
+	}
+	if in.Admin {
+		if err := s.Accounts.SetAdmin(r.Context(), a.Login, true); err != nil {
+			return err
+		}
+		a.Admin = true
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"success": true,
+		"message": "Account " + a.Login + " created; give it a key with POST /api/admin/accounts/" + a.Login + "/keys.", "data": accountView(a)})
+	return nil
+}
+
+func (s *Server) adminSetDisabled(w http.ResponseWriter, r *http.Request, disable bool) error {
+	login := r.PathValue("login")
+	var err error
+	if disable {
+		err = s.Accounts.DisableUser(r.Context(), login)
+	} else {
+		err = s.Accounts.EnableUser(r.Context(), login)
+	}
+	if err != nil {
+		return err
+	}
+	a, err := s.Accounts.User(r.Context(), login)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": accountView(a)})
+	return nil
+}
+
+func (s *Server) handleAdminDisable(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
+	return s.adminSetDisabled(w, r, true)
+}
+
+func (s *Server) handleAdminEnable(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
+	return s.adminSetDisabled(w, r, false)
+}
+
+func (s *Server) handleAdminKeys(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
+	keys, err := s.Accounts.Keys(r.Context(), r.PathValue("login"))
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, len(keys))
+	for i, k := range keys {
+		m := map[string]any{"id": k.ID, "name": k.Name, "prefix": k.Prefix, "created_at": timeJSON(k.CreatedAt),
+			"last_used_at": nil, "revoked_at": nil}
+		if k.LastUsedAt != nil {
+			m["last_used_at"] = timeJSON(*k.LastUsedAt)
+		}
+		if k.RevokedAt != nil {
+			m["revoked_at"] = timeJSON(*k.RevokedAt)
+		}
+		out[i] = m
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": out})
+	return nil
+}
+
+func (s *Server) handleAdminQueue(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
+	counts, err := s.Queue.Counts(r.Context())
+	if err != nil {
+		return err
+	}
+	var queued, deferred, inFlight int
+	var oldest *string
+	domains := make([]map[string]any, 0, len(counts))
+	for _, c := range counts {
+		queued, deferred, inFlight = queued+c.Queued, deferred+c.Deferred, inFlight+c.InFlight
+		d, err := s.Domains.ByID(r.Context(), c.DomainID)
+		name := ""
+		if err == nil {
+			name = d.Name
+		}
+		m := map[string]any{"domain": name, "queued": c.Queued, "deferred": c.Deferred, "in_flight": c.InFlight, "oldest_deferred": nil}
+		if c.OldestDeferred != nil {
+			t := timeJSON(*c.OldestDeferred)
+			m["oldest_deferred"] = t
+			if oldest == nil || t < *oldest {
+				oldest = &t
+			}
+		}
+		domains = append(domains, m)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": map[string]any{"queued": queued, "deferred": deferred,
+		"in_flight": inFlight, "oldest_deferred": oldest, "domains": domains}})
+	return nil
+}
+
+func (s *Server) handleAdminRetry(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
+	n, err := s.Queue.RetryNow(r.Context(), 0)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": "Deferred deliveries are due now.", "data": map[string]any{"retried": n}})
+	return nil
+}
+
+func (s *Server) handleAdminCreateKey(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
+	var in struct {
+		Name string `json:"name"`
+	}
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	plain, k, err := s.Accounts.CreateKey(r.Context(), r.PathValue("login"), in.Name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"success": true, "message": "The key is shown only now.",
+		"data": map[string]any{"id": k.ID, "name": k.Name, "key": plain, "created_at": timeJSON(k.CreatedAt)}})
+	return nil
+}
