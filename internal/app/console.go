@@ -17,8 +17,9 @@ func (a *App) console() http.Handler {
 		return nil
 	}
 	c, err := console.New(console.Config{
-		SecureCookies: a.Config.APITLS || strings.HasPrefix(a.Config.EffectivePublicURL(), "https://"),
-		Logger:        a.Logger,
+		SecureCookies:     a.Config.APITLS || strings.HasPrefix(a.Config.EffectivePublicURL(), "https://"),
+		Logger:            a.Logger,
+		ValidationPerHour: a.Config.RateValidationPerHour,
 	}, console.Deps{
 		Accounts:     a.Accounts,
 		Sessions:     account.NewSessions(store.NewSessions(a.DB), a.Config.ConsoleIdleTimeout, nil),
@@ -27,6 +28,8 @@ func (a *App) console() http.Handler {
 		Suppressions: a.Suppressions,
 		Webhooks:     a.Webhooks,
 		Queue:        sending.NewQueue(store.NewQueue(a.DB), nil),
+		Validator:    a.Validator,
+		Limiter:      a.Limiter,
 		Attempts:     &ratelimit.Attempts{Limiter: a.Limiter, PerLogin: a.Config.AuthAttemptsPerLogin, PerAddress: a.Config.AuthAttemptsPerAddress},
 	})
 	if err != nil { // embedded templates: a build error, caught by every test

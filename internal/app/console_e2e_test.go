@@ -367,3 +367,32 @@ func TestConsoleOperator(t *testing.T) {
 		t.Error("a signed-out browser with the operator's CSRF token disabled the operator")
 	}
 }
+
+// TestConsoleValidation: one address checked in the console, with the
+// reason, warnings and typo suggestion explained and escaped; the checks
+// count against the account's hourly validation budget.
+func TestConsoleValidation(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, store.SQLite, func(c *config.Config) { c.RateValidationPerHour = 3 })
+	alice := env.NewUser("alice")
+	env.DNS.AddMX("acme-mail.com", 10, "mx.acme-mail.com")
+	env.DNS.AddA("mx.acme-mail.com", "192.0.2.10")
+	b := &browser{t: t, base: env.URL}
+	b.signIn("alice", alice.Key, "/")
+	check := func(email string) string {
+		_, page := b.do("GET", "/validation?email="+url.QueryEscape(email), nil, nil)
+		return page
+	}
+	if p := check("info@acme-mail.com"); !strings.Contains(p, "<h2>Valid</h2>") || !strings.Contains(p, "role_account") {
+		t.Errorf("info@acme-mail.com:\n%s", p)
+	}
+	if p := check("jane@gmail.con"); !strings.Contains(p, "Not valid") || !strings.Contains(p, "jane@gmail.com") {
+		t.Errorf("a typo domain:\n%s", p)
+	}
+	if p := check(`"<script>"@acme-mail.com`); strings.Contains(p, "<script>") {
+		t.Error("the address is not escaped")
+	}
+	if p := check("x@acme-mail.com"); !strings.Contains(p, "limit of your account is reached") {
+		t.Errorf("a fourth check with a budget of 3:\n%s", p)
+	}
+}

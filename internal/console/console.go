@@ -30,6 +30,7 @@ import (
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/suppression"
+	"github.com/postline/postline/internal/validation"
 	"github.com/postline/postline/internal/webhook"
 )
 
@@ -45,7 +46,10 @@ type Config struct {
 	// public URL in front).
 	SecureCookies bool
 	Logger        *slog.Logger
-	Now           func() time.Time
+	// ValidationPerHour is the account's validation budget, shared with
+	// the API (--rate-validation-per-hour).
+	ValidationPerHour int
+	Now               func() time.Time
 }
 
 // Deps are the services the pages use.
@@ -58,6 +62,8 @@ type Deps struct {
 	Suppressions *suppression.Service
 	Webhooks     *webhook.Service
 	Queue        *sending.Queue
+	Validator    *validation.Validator
+	Limiter      *ratelimit.Limiter
 	Attempts     *ratelimit.Attempts // failed sign-ins per login and address
 }
 
@@ -89,7 +95,7 @@ func New(cfg Config, deps Deps) (*Console, error) {
 		return nil, err
 	}
 	funcs := template.FuncMap{"css": func() string { return c.css }, "iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) }}
-	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks", "admin"} {
+	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks", "admin", "validation"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, err

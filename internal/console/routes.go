@@ -24,6 +24,7 @@ func (c *Console) routes() []consoleRoute {
 		{"GET /domains/{name}/webhooks", c.page(c.webhooksPage)},
 		{"POST /domains/{name}/webhooks", c.form(c.createWebhook)},
 		{"POST /domains/{name}/webhooks/{id}/delete", c.form(c.deleteWebhook)},
+		{"GET /validation", c.page(c.validationPage)},
 		{"GET /keys", c.page(c.keysPage)},
 		{"POST /keys", c.form(c.createKey)},
 		{"POST /keys/{id}/revoke", c.form(c.revokeKey)},
