@@ -1,0 +1,169 @@
+package app_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/postline/postline/internal/store"
+)
+
+// screenshotDir is where the browser test writes the console's pages at
+// two widths (named in the README).
+const screenshotDir = "../../docs/screenshots"
+
+// browserContext starts Debian's chromium headless with a throwaway
+// profile and nothing that talks to the outside. The browser test runs
+// once per CI run, in the SQLite pass.
+func browserContext(t *testing.T) (context.Context, func()) {
+	t.Helper()
+	if os.Getenv("POSTLINE_TEST_DATABASE_URL") != "" {
+		t.Skip("the browser test runs once, in the SQLite pass")
+	}
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium is not installed (.ci/run installs it)")
+		}
+		t.Skip("chromium not installed")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-default-apps", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("metrics-recording-only", true),
+		chromedp.NoSandbox, // containers without user namespaces
+	)
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelB := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
+	return ctx, func() { cancelT(); cancelB(); cancelA() }
+}
+
+// shoot writes the current page at 1440×900 and 390×844.
+func shoot(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	for _, size := range []struct {
+		w, h int64
+		tag  string
+	}{{1440, 900, "desktop"}, {390, 844, "phone"}} {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(size.w, size.h)); err != nil {
+			t.Fatalf("viewport: %v", err)
+		}
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(screenshotDir, name+"-"+size.tag+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestConsoleInABrowser drives the console in headless Chromium: sign in
+// with an API key, see the domain and its DNS records, suppress and
+// whitelist an address, find a message sent through the API in the log
+// and open its chain, sign out and be refused. It writes screenshots of
+// every page.
+func TestConsoleInABrowser(t *testing.T) {
+	t.Parallel()
+	ctx, stop := browserContext(t)
+	defer stop()
+	e := startSend(t, store.SQLite, false, nil)
+	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	mainText := func() string {
+		t.Helper()
+		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+		if err != nil {
+			t.Fatalf("reading the page: %v", err)
+		}
+		return text
+	}
+	run("open the console", chromedp.Navigate(e.URL+"/"), chromedp.WaitVisible(chromedp.ID("login")))
+	shoot(ctx, t, "signin")
+	run("sign in",
+		chromedp.SendKeys(chromedp.ID("login"), "alice"),
+		chromedp.SendKeys(chromedp.ID("secret"), e.user.Key),
+		chromedp.Submit(chromedp.ID("secret")),
+		chromedp.WaitVisible(chromedp.CSS("table")))
+	if text := mainText(); !strings.Contains(text, "shop.example.com") {
+		t.Fatalf("overview after sign-in: %q", text)
+	}
+	shoot(ctx, t, "overview")
+	run("the domain", chromedp.Navigate(e.URL+"/domains/shop.example.com"), chromedp.WaitVisible(chromedp.CSS("table")))
+	if text := mainText(); !strings.Contains(text, "_domainkey.shop.example.com") || !strings.Contains(text, "v=DKIM1") {
+		t.Fatalf("domain page: %q", text)
+	}
+	shoot(ctx, t, "domain")
+
+	run("suppress an address",
+		chromedp.Navigate(e.URL+"/domains/shop.example.com/suppressions?type=bounce"),
+		chromedp.SendKeys(chromedp.ID("s-recipient"), "gone@rcpt.example.net"),
+		chromedp.Submit(chromedp.ID("s-recipient")),
+		chromedp.WaitVisible(chromedp.Search(`//td[text()="gone@rcpt.example.net"]`)))
+	run("whitelist it",
+		chromedp.SetValue(chromedp.ID("s-type"), "whitelist"),
+		chromedp.SendKeys(chromedp.ID("s-recipient"), "gone@rcpt.example.net"),
+		chromedp.Submit(chromedp.ID("s-recipient")),
+		chromedp.WaitVisible(chromedp.Search(`//a[@aria-current="page" and text()="whitelist"]`)))
+	if text := mainText(); !strings.Contains(text, "gone@rcpt.example.net") {
+		t.Fatalf("whitelist page: %q", text)
+	}
+	shoot(ctx, t, "suppressions")
+
+	resp := e.send(t, basicParts("ann@rcpt.example.net"), nil)
+	msgID := resp.JSON["data"].(map[string]any)["message_ids"].([]any)[0].(string)
+	if _, err := e.sink.WaitForMessages(ctxTimeout(t, 15*time.Second), 1); err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		run("the log", chromedp.Navigate(e.URL+"/domains/shop.example.com/log"), chromedp.WaitVisible(chromedp.CSS("table")))
+		if text = mainText(); strings.Contains(text, "delivered") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !strings.Contains(text, "ann@rcpt.example.net") || !strings.Contains(text, "delivered") {
+		t.Fatalf("log page: %q", text)
+	}
+	shoot(ctx, t, "log")
+	run("open the chain",
+		chromedp.Click(chromedp.CSS(`a[href$="/messages/`+msgID+`"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//td[text()="delivered"]`)))
+	if text := mainText(); !strings.Contains(text, "queued") || !strings.Contains(text, "smtp_code") {
+		t.Fatalf("chain page: %q", text)
+	}
+	shoot(ctx, t, "chain")
+	for _, p := range []string{"/keys", "/validation?email=jane%40gmail.con"} {
+		run("page "+p, chromedp.Navigate(e.URL+p), chromedp.WaitVisible(chromedp.CSS("main")))
+		shoot(ctx, t, strings.Trim(strings.SplitN(p, "?", 2)[0], "/"))
+	}
+
+	run("sign out", chromedp.Click(chromedp.CSS(".signout button")), chromedp.WaitVisible(chromedp.ID("login")))
+	run("a page after sign-out", chromedp.Navigate(e.URL+"/domains"), chromedp.WaitVisible(chromedp.ID("login")))
+	h1, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('h1').textContent`))
+	if err != nil || h1 != "Sign in" {
+		t.Fatalf("after sign-out /domains shows %q (%v), want the sign-in form", h1, err)
+	}
+}
