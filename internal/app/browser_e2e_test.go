@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/store"
 )
 
@@ -80,7 +81,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	t.Parallel()
 	ctx, stop := browserContext(t)
 	defer stop()
-	e := startSend(t, store.SQLite, false, nil)
+	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.RelayAllowlist = []string{"*.relay.example"} })
 	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +115,20 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("domain page: %q", text)
 	}
 	shoot(ctx, t, "domain")
+	run("add a relay domain",
+		chromedp.Navigate(e.URL+"/domains"),
+		chromedp.SendKeys(chromedp.ID("d-name"), "news.example.com"),
+		chromedp.Click(chromedp.CSS(`input[name=mode][value=smtp]`)),
+		chromedp.SendKeys(chromedp.ID("d-host"), "smtp.relay.example"),
+		chromedp.SendKeys(chromedp.ID("d-user"), "relayuser"),
+		chromedp.SendKeys(chromedp.ID("d-password"), "relaypass"),
+		chromedp.Submit(chromedp.ID("d-name")),
+		chromedp.WaitVisible(chromedp.Search(`//h1[text()="news.example.com"]`)))
+	if text := mainText(); !strings.Contains(text, "_domainkey.news.example.com") || !strings.Contains(text, "smtp.relay.example") ||
+		strings.Contains(text, "relaypass") {
+		t.Fatalf("the new relay domain's page: %q", text)
+	}
+	shoot(ctx, t, "domain-added")
 
 	run("suppress an address",
 		chromedp.Navigate(e.URL+"/domains/shop.example.com/suppressions?type=bounce"),

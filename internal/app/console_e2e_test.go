@@ -396,3 +396,36 @@ func TestConsoleValidation(t *testing.T) {
 		t.Errorf("a fourth check with a budget of 3:\n%s", p)
 	}
 }
+
+// TestConsoleDomainChanges: a relay host off the operator's allowlist is
+// shown next to its field; "verify now" shows each record's state; a
+// domain is deleted only when its name is typed again.
+func TestConsoleDomainChanges(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, store.SQLite, nil)
+	alice := env.NewUser("alice")
+	b := &browser{t: t, base: env.URL}
+	b.signIn("alice", alice.Key, "/")
+	_, page := b.do("GET", "/domains", nil, nil)
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+	r, page := b.do("POST", "/domains", url.Values{"csrf": {csrf}, "name": {"shop.example"}, "mode": {"smtp"}, "host": {"10.0.0.1"}}, nil)
+	if r.StatusCode != 422 || !strings.Contains(page, `id="d-host-err"`) {
+		t.Errorf("a relay host off the allowlist: %d", r.StatusCode)
+	}
+	if r, _ := b.do("POST", "/domains", url.Values{"csrf": {csrf}, "name": {"shop.example"}, "mode": {"direct"}}, nil); r.StatusCode != 303 {
+		t.Fatalf("add a direct domain: %d", r.StatusCode)
+	}
+	r, page = b.do("POST", "/domains/shop.example/verify", url.Values{"csrf": {csrf}}, nil)
+	if r.StatusCode != 200 || !strings.Contains(page, "not verified yet") || !strings.Contains(page, "<strong>missing</strong>") {
+		t.Errorf("verify now: %d\n%s", r.StatusCode, page)
+	}
+	if r, _ := b.do("POST", "/domains/shop.example/delete", url.Values{"csrf": {csrf}, "confirm": {"shop"}}, nil); r.StatusCode != 422 {
+		t.Errorf("delete with the wrong confirmation: %d", r.StatusCode)
+	}
+	if r, _ := b.do("POST", "/domains/shop.example/delete", url.Values{"csrf": {csrf}, "confirm": {"shop.example"}}, nil); r.StatusCode != 303 {
+		t.Errorf("delete: %d", r.StatusCode)
+	}
+	if r, _ := b.do("GET", "/domains/shop.example", nil, nil); r.StatusCode != 404 {
+		t.Errorf("after delete: %d", r.StatusCode)
+	}
+}

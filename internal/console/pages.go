@@ -133,7 +133,7 @@ func (c *Console) domainList(w http.ResponseWriter, r *http.Request, s *account.
 	if err != nil {
 		return err
 	}
-	c.render(w, http.StatusOK, "domains", view{Title: "Domains", Session: s, Data: map[string]any{"Domains": doms}})
+	c.render(w, http.StatusOK, "domains", view{Title: "Domains", Session: s, Data: map[string]any{"Domains": doms, "Form": map[string]string{}}})
 	return nil
 }
 
