@@ -163,6 +163,33 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("log page: %q", text)
 	}
 	shoot(ctx, t, "log")
+
+	// The live tail: a message sent through the API appears within 2 s;
+	// paused, new entries wait and appear on resume.
+	run("start the live tail", chromedp.Click(chromedp.ID("tail-toggle")),
+		chromedp.WaitVisible(chromedp.Search(`//span[@id="tail-status" and text()="live"]`)))
+	sent := time.Now()
+	e.send(t, basicParts("tail@rcpt.example.net"), nil)
+	tailCtx, cancelTail := context.WithTimeout(ctx, 2*time.Second)
+	err := chromedp.Do(tailCtx, chromedp.WaitVisible(chromedp.Search(`//tbody[@id="tail-rows"]/tr/td[text()="tail@rcpt.example.net"]`)))
+	cancelTail()
+	if err != nil {
+		t.Fatalf("the message sent through the API was not in the live tail within 2 s: %v", err)
+	}
+	t.Logf("in the live tail %v after the send", time.Since(sent).Round(10*time.Millisecond))
+	shoot(ctx, t, "live-tail")
+	run("pause", chromedp.Click(chromedp.ID("tail-toggle")))
+	e.send(t, basicParts("paused@rcpt.example.net"), nil)
+	run("entries wait while paused", chromedp.WaitVisible(chromedp.Search(`//span[@id="tail-status" and contains(text(), "new")]`)))
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#tail-rows td').length`)); n == 0 {
+		t.Fatal("the tail lost its rows")
+	}
+	if shown, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('tail-rows').textContent.includes('paused@')`)); shown {
+		t.Error("an entry was shown while paused")
+	}
+	run("resume", chromedp.Click(chromedp.ID("tail-toggle")),
+		chromedp.WaitVisible(chromedp.Search(`//tbody[@id="tail-rows"]/tr/td[text()="paused@rcpt.example.net"]`)))
+
 	run("open the chain",
 		chromedp.Click(chromedp.CSS(`a[href$="/messages/`+msgID+`"]`)),
 		chromedp.WaitVisible(chromedp.Search(`//td[text()="delivered"]`)))

@@ -221,7 +221,7 @@ func TestConsoleLogAndChain(t *testing.T) {
 	if r.StatusCode != 200 || q < 0 || s < q || dl < s || !strings.Contains(page, "smtp_code") {
 		t.Errorf("chain page: %d, queued/send/delivered at %d/%d/%d\n%s", r.StatusCode, q, s, dl, page)
 	}
-	for _, p := range []string{"/domains/mallory.example/log", "/domains/mallory.example/messages/" + msgID} {
+	for _, p := range []string{"/domains/mallory.example/log", "/domains/mallory.example/log/tail", "/domains/mallory.example/messages/" + msgID} {
 		if r, _ := b.do("GET", p, nil, nil); r.StatusCode != 404 {
 			t.Errorf("GET %s: %d, want 404", p, r.StatusCode)
 		}

@@ -74,7 +74,12 @@ type Console struct {
 	pages  map[string]*template.Template
 	assets map[string]asset // by hashed name
 	css    string           // the stylesheet's hashed path
+	js     string           // the script's hashed path
 	mux    *http.ServeMux
+	// streams ends with StopStreams: the live tails watch it besides their
+	// request, which a server's Shutdown does not cancel.
+	streams     context.Context
+	stopStreams context.CancelFunc
 }
 
 type asset struct {
@@ -91,10 +96,11 @@ func New(cfg Config, deps Deps) (*Console, error) {
 		cfg.Now = time.Now
 	}
 	c := &Console{cfg: cfg, deps: deps, pages: map[string]*template.Template{}, assets: map[string]asset{}}
+	c.streams, c.stopStreams = context.WithCancel(context.Background())
 	if err := c.loadAssets(); err != nil {
 		return nil, err
 	}
-	funcs := template.FuncMap{"css": func() string { return c.css }, "iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) }}
+	funcs := template.FuncMap{"css": func() string { return c.css }, "js": func() string { return c.js }, "iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) }}
 	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks", "admin", "validation"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
@@ -132,8 +138,11 @@ func (c *Console) loadAssets() error {
 			ct = "text/javascript; charset=utf-8"
 		}
 		c.assets[hashed] = asset{body: b, contentType: ct}
-		if base == "console.css" {
+		switch base {
+		case "console.css":
 			c.css = hashed
+		case "console.js":
+			c.js = hashed
 		}
 		return nil
 	})

@@ -56,7 +56,12 @@ func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *account.Ses
 		prev[k] = v
 	}
 	prev.Set("page", strconv.Itoa(page-1))
+	var newest int64
+	for _, e := range pg.Entries {
+		newest = max(newest, e.ID)
+	}
 	c.render(w, http.StatusOK, "log", view{Title: "Log · " + d.Name, Session: s, Data: map[string]any{
+		"Newest": newest, "Tail": page == 1 && f.OnlyTimeAndType() && f.Type == "",
 		"Domain": d, "Entries": pg.Entries, "Total": pg.Total, "Exact": pg.Exact, "Page": page,
 		"HasNext": f.Offset+len(pg.Entries) < pg.Total, "HasPrev": page > 1,
 		"Next": "?" + next.Encode(), "Prev": "?" + prev.Encode(), "Types": event.Types(), "Q": q, "Problems": problems,

@@ -20,6 +20,7 @@ func (c *Console) routes() []consoleRoute {
 		{"POST /domains/{name}/verify", c.form(c.verifyDomain)},
 		{"POST /domains/{name}/delete", c.form(c.deleteDomain)},
 		{"GET /domains/{name}/log", c.page(c.logPage)},
+		{"GET /domains/{name}/log/tail", c.page(c.logTail)},
 		{"GET /domains/{name}/messages/{id}", c.page(c.chainPage)},
 		{"GET /domains/{name}/suppressions", c.page(c.suppressionsPage)},
 		{"POST /domains/{name}/suppressions", c.form(c.addSuppression)},

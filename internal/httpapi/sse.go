@@ -24,7 +24,12 @@ const streamWriteTimeout = 30 * time.Second
 // http.Server.Shutdown waits for handlers, and a following stream would
 // otherwise hold it until the shutdown timeout. Clients reconnect with
 // Last-Event-ID and lose nothing.
-func (s *Server) StopStreams() { s.stopStreams() }
+func (s *Server) StopStreams() {
+	s.stopStreams()
+	if c, ok := s.Console.(interface{ StopStreams() }); ok {
+		c.StopStreams() // the console's live tails
+	}
+}
 
 // handleLogStream is GET /api/domains/{domain}/log/stream. Errors found
 // before the first byte (authentication, domain, parameters, the opening

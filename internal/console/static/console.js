@@ -1,0 +1,55 @@
+// Postline console: the log page's live tail. New entries arrive over
+// Server-Sent Events from /domains/{name}/log/tail and are inserted as
+// text (never HTML). Pausing keeps the connection and buffers what
+// arrives; resuming shows the buffer, so nothing is lost.
+(function () {
+  "use strict";
+  var box = document.getElementById("tail");
+  if (!box) { return; }
+  var button = document.getElementById("tail-toggle");
+  var status = document.getElementById("tail-status");
+  var table = document.getElementById("tail-table");
+  var rows = document.getElementById("tail-rows");
+  var after = box.getAttribute("data-after") || "0";
+  var domain = box.getAttribute("data-domain");
+  var source = null, paused = false, buffer = [];
+
+  function cell(tr, text) { var td = document.createElement("td"); td.textContent = text; tr.appendChild(td); return td; }
+  function show(e) {
+    var tr = document.createElement("tr");
+    tr.setAttribute("data-id", String(e.id));
+    cell(tr, e.created_at); cell(tr, e.type); cell(tr, e.recipient); cell(tr, e.subject);
+    var a = document.createElement("a");
+    a.href = "/domains/" + encodeURIComponent(domain) + "/messages/" + encodeURIComponent(e.message_id);
+    a.textContent = "chain";
+    cell(tr, "").appendChild(a);
+    rows.insertBefore(tr, rows.firstChild);
+    after = String(e.id);
+  }
+  function flush() { buffer.forEach(show); buffer = []; status.textContent = "live"; }
+
+  button.addEventListener("click", function () {
+    if (!source) {
+      table.hidden = false;
+      source = new EventSource(box.getAttribute("data-url") + "?after=" + encodeURIComponent(after));
+      source.addEventListener("entries", function (ev) {
+        var list = JSON.parse(ev.data);
+        if (paused) {
+          buffer = buffer.concat(list);
+          status.textContent = "paused, " + buffer.length + " new";
+        } else {
+          list.forEach(show);
+        }
+      });
+      source.onerror = function () { status.textContent = paused ? status.textContent : "reconnecting…"; };
+      source.onopen = function () { if (!paused) { status.textContent = "live"; } };
+      button.textContent = "Pause";
+      button.setAttribute("aria-pressed", "true");
+      return;
+    }
+    paused = !paused;
+    button.textContent = paused ? "Resume" : "Pause";
+    button.setAttribute("aria-pressed", String(!paused));
+    if (paused) { status.textContent = "paused"; } else { flush(); }
+  });
+}());
