@@ -30,6 +30,7 @@ func (a *App) console() http.Handler {
 		Queue:        sending.NewQueue(store.NewQueue(a.DB), nil),
 		Validator:    a.Validator,
 		Limiter:      a.Limiter,
+		Series:       store.NewEvents(a.DB),
 		Attempts:     &ratelimit.Attempts{Limiter: a.Limiter, PerLogin: a.Config.AuthAttemptsPerLogin, PerAddress: a.Config.AuthAttemptsPerAddress},
 	})
 	if err != nil { // embedded templates: a build error, caught by every test

@@ -221,6 +221,12 @@ func TestConsoleLogAndChain(t *testing.T) {
 	if r.StatusCode != 200 || q < 0 || s < q || dl < s || !strings.Contains(page, "smtp_code") {
 		t.Errorf("chain page: %d, queued/send/delivered at %d/%d/%d\n%s", r.StatusCode, q, s, dl, page)
 	}
+	// The overview counts the message from the hourly counts and charts it.
+	_, page = b.do("GET", "/", nil, nil)
+	if !regexp.MustCompile(`<th scope="row">24 hours</th><td>1</td><td>1</td>`).MatchString(page) ||
+		!strings.Contains(page, `<svg class="chart"`) || !strings.Contains(page, "<title>1</title>") || strings.Contains(page, "mallory") {
+		t.Errorf("overview after one delivered message:\n%s", page)
+	}
 	for _, p := range []string{"/domains/mallory.example/log", "/domains/mallory.example/log/tail", "/domains/mallory.example/messages/" + msgID} {
 		if r, _ := b.do("GET", p, nil, nil); r.StatusCode != 404 {
 			t.Errorf("GET %s: %d, want 404", p, r.StatusCode)

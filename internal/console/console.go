@@ -64,6 +64,7 @@ type Deps struct {
 	Queue        *sending.Queue
 	Validator    *validation.Validator
 	Limiter      *ratelimit.Limiter
+	Series       Series              // hourly counts for the overview; nil: no charts
 	Attempts     *ratelimit.Attempts // failed sign-ins per login and address
 }
 

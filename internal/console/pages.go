@@ -119,15 +119,6 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request, s *account.Ses
 	return nil
 }
 
-func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *account.Session) error {
-	doms, err := c.deps.Domains.List(r.Context(), s.AccountID)
-	if err != nil {
-		return err
-	}
-	c.render(w, http.StatusOK, "overview", view{Title: "Overview", Session: s, Data: map[string]any{"Domains": doms}})
-	return nil
-}
-
 func (c *Console) domainList(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	doms, err := c.deps.Domains.List(r.Context(), s.AccountID)
 	if err != nil {
