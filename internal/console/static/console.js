@@ -1,9 +1,16 @@
-// Postline console: the log page's live tail. New entries arrive over
+// Postline console: local times, and the log page's live tail. New entries arrive over
 // Server-Sent Events from /domains/{name}/log/tail and are inserted as
 // text (never HTML). Pausing keeps the connection and buffers what
 // arrives; resuming shows the buffer, so nothing is lost.
 (function () {
   "use strict";
+  // Times are written in UTC; show them in the reader's own time zone.
+  function local(el) {
+    var d = new Date(el.getAttribute("datetime"));
+    if (!isNaN(d)) { el.textContent = d.toLocaleString(); el.title = el.getAttribute("datetime"); }
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("time[datetime]"), local);
+
   var box = document.getElementById("tail");
   if (!box) { return; }
   var button = document.getElementById("tail-toggle");
@@ -18,7 +25,12 @@
   function show(e) {
     var tr = document.createElement("tr");
     tr.setAttribute("data-id", String(e.id));
-    cell(tr, e.created_at); cell(tr, e.type); cell(tr, e.recipient); cell(tr, e.subject);
+    var t = document.createElement("time");
+    t.setAttribute("datetime", e.created_at);
+    t.textContent = e.created_at;
+    local(t);
+    cell(tr, "").appendChild(t);
+    cell(tr, e.type); cell(tr, e.recipient); cell(tr, e.subject);
     var a = document.createElement("a");
     a.href = "/domains/" + encodeURIComponent(domain) + "/messages/" + encodeURIComponent(e.message_id);
     a.textContent = "chain";
