@@ -70,6 +70,8 @@ type App struct {
 	bounceHistory *validation.History
 	Limiter       *ratelimit.Limiter
 	Registry      *prometheus.Registry
+	// ValidationJobs is the list-cleaning service (run by Serve).
+	ValidationJobs *validation.Jobs
 	// Submission is the SMTP submission service, once Serve started it
 	// (nil when no submission listener is configured).
 	Submission *submission.Server
@@ -159,6 +161,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		return err
 	}
 	a.Limiter = ratelimit.New(counter, nil)
+	a.openValidationJobs()
 	a.openWebhooks(box)
 	if err := a.openTracking(key); err != nil {
 		return err
@@ -213,6 +216,7 @@ func (a *App) Close() error {
 func (a *App) API() *httpapi.Server {
 	return httpapi.New(httpapi.Deps{
 		Console:      a.console(),
+		Jobs:         a.ValidationJobs,
 		Queue:        sending.NewQueue(store.NewQueue(a.DB), nil),
 		Accounts:     a.Accounts,
 		Domains:      a.Domains,
@@ -255,6 +259,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	a.dispatcher.Start(ctx)
 	defer a.dispatcher.Stop()
+	a.ValidationJobs.Start(wctx)
+	defer a.ValidationJobs.Stop()
 	stopSubmission, err := a.startSubmission()
 	if err != nil {
 		return err

@@ -48,6 +48,15 @@ func (s *Server) routeTable() []route {
 		{method: "POST", path: "/api/email/validate/strict", group: groupValidation, handler: s.handleValidateStrict},
 		{method: "POST", path: "/api/email/validate/bulk/strict", group: groupValidation, handler: s.handleValidateBulkStrict},
 
+		// List cleaning: durable jobs. They count against the validation
+		// budget per address as they run, so the requests themselves use
+		// the per-minute budget.
+		{method: "POST", path: "/api/email/validate/jobs", group: groupDomain, handler: s.handleCreateValidationJob, maxBody: maxJobBody},
+		{method: "GET", path: "/api/email/validate/jobs", group: groupDomain, handler: s.handleListValidationJobs},
+		{method: "GET", path: "/api/email/validate/jobs/{id}", group: groupDomain, handler: s.handleGetValidationJob},
+		{method: "GET", path: "/api/email/validate/jobs/{id}/results", group: groupDomain, handler: s.handleValidationJobResults},
+		{method: "DELETE", path: "/api/email/validate/jobs/{id}", group: groupDomain, handler: s.handleCancelValidationJob},
+
 		{method: "GET", path: "/api/domains/{domain}/log", group: groupDomainLog, handler: s.handleLogList},
 		{method: "GET", path: "/api/domains/{domain}/log/stream", group: groupDomainLog, handler: s.handleLogStream},
 

@@ -56,6 +56,8 @@ type Deps struct {
 	DB       Pinger
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // metrics are registered here; nil makes a private one
+	// Jobs runs list-cleaning validation jobs.
+	Jobs *validation.Jobs
 	// Queue is the operator's view of the delivery queue (/api/admin/).
 	Queue *sending.Queue
 	// Console serves the web console for paths outside /api/ and /t/ (nil:

@@ -1,0 +1,256 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/validation"
+)
+
+// ValidationJobs implements validation.JobStore.
+type ValidationJobs struct{ db *DB }
+
+var _ validation.JobStore = ValidationJobs{}
+
+// NewValidationJobs returns the job store.
+func NewValidationJobs(db *DB) ValidationJobs { return ValidationJobs{db: db} }
+
+const jobCols = `id, account_id, status, total, done, valid, invalid, risky, error, waiting_until, created_at, updated_at`
+
+func scanJob(row interface{ Scan(...any) error }) (validation.Job, error) {
+	var j validation.Job
+	var waiting sql.NullInt64
+	var created, updated int64
+	err := row.Scan(&j.ID, &j.AccountID, &j.Status, &j.Total, &j.Done, &j.Valid, &j.Invalid, &j.Risky, &j.Error,
+		&waiting, &created, &updated)
+	j.WaitingUntil, j.CreatedAt, j.UpdatedAt = nullMS(waiting), fromMS(created), fromMS(updated)
+	return j, err
+}
+
+// CreateJob implements validation.JobStore: the job and its items in one
+// transaction, items in multi-row inserts.
+func (s ValidationJobs) CreateJob(ctx context.Context, accountID int64, emails []string, now time.Time) (validation.Job, error) {
+	var j validation.Job
+	err := s.db.InTx(ctx, func(q Querier) error {
+		var id int64
+		if err := q.QueryRowContext(ctx, `INSERT INTO validation_jobs (account_id, status, total, created_at, updated_at)
+			VALUES ($1, 'queued', $2, $3, $3) RETURNING id`, accountID, len(emails), ms(now)).Scan(&id); err != nil {
+			return err
+		}
+		rows := make([][]any, 0, 500)
+		flush := func() error {
+			if len(rows) == 0 {
+				return nil
+			}
+			err := insertValues(ctx, q, `INSERT INTO validation_job_items (job_id, idx, email) VALUES `, rows)
+			rows = rows[:0]
+			return err
+		}
+		for i, e := range emails {
+			if rows = append(rows, []any{id, i, e}); len(rows) == 500 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		var err error
+		j, err = scanJob(q.QueryRowContext(ctx, `SELECT `+jobCols+` FROM validation_jobs WHERE id = $1`, id))
+		return err
+	})
+	return j, notFound(err, "validation job")
+}
+
+// Job implements validation.JobStore.
+func (s ValidationJobs) Job(ctx context.Context, accountID, id int64) (validation.Job, error) {
+	j, err := scanJob(s.db.rd.QueryRowContext(ctx, `SELECT `+jobCols+` FROM validation_jobs WHERE id = $1 AND account_id = $2`, id, accountID))
+	return j, notFound(err, "validation job")
+}
+
+// Jobs implements validation.JobStore.
+func (s ValidationJobs) Jobs(ctx context.Context, accountID int64, limit int) ([]validation.Job, error) {
+	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+jobCols+` FROM validation_jobs WHERE account_id = $1 ORDER BY id DESC LIMIT $2`, accountID, limit)
+	if err != nil {
+		return nil, notFound(err, "validation jobs")
+	}
+	defer rows.Close()
+	var out []validation.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// CancelJob implements validation.JobStore.
+func (s ValidationJobs) CancelJob(ctx context.Context, accountID, id int64, now time.Time) (validation.Job, error) {
+	if _, err := s.db.w.ExecContext(ctx, `UPDATE validation_jobs SET status = 'cancelled', updated_at = $3, lease_owner = NULL
+		WHERE id = $1 AND account_id = $2 AND status IN ('queued', 'running')`, id, accountID, ms(now)); err != nil {
+		return validation.Job{}, notFound(err, "validation job")
+	}
+	return s.Job(ctx, accountID, id)
+}
+
+// Items implements validation.JobStore, reading in pages by index so a
+// million lines never sit in memory.
+func (s ValidationJobs) Items(ctx context.Context, jobID int64, fn func(validation.JobItem) error) error {
+	last := -1
+	for {
+		rows, err := s.db.rd.QueryContext(ctx, `SELECT idx, email, result FROM validation_job_items
+			WHERE job_id = $1 AND idx > $2 ORDER BY idx LIMIT 1000`, jobID, last)
+		if err != nil {
+			return notFound(err, "validation job items")
+		}
+		n := 0
+		for rows.Next() {
+			var it validation.JobItem
+			var result sql.NullString
+			if err := rows.Scan(&it.Index, &it.Email, &result); err != nil {
+				rows.Close()
+				return err
+			}
+			if result.Valid {
+				var r validation.Result
+				if err := json.Unmarshal([]byte(result.String), &r); err == nil {
+					it.Result = &r
+				}
+			}
+			last, n = it.Index, n+1
+			if err := fn(it); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if n < 1000 {
+			return nil
+		}
+	}
+}
+
+// ClaimJob implements validation.JobStore.
+func (s ValidationJobs) ClaimJob(ctx context.Context, owner string, now, until time.Time) (validation.Job, bool, error) {
+	var j validation.Job
+	found := false
+	err := s.db.InTx(ctx, func(q Querier) error {
+		lock := ""
+		if s.db.Dialect == Postgres {
+			lock = ` FOR UPDATE SKIP LOCKED`
+		}
+		var id int64
+		// A job this runner leases is its own to go on with; another's only
+		// once the lease has expired (its runner died).
+		err := q.QueryRowContext(ctx, `SELECT id FROM validation_jobs WHERE status IN ('queued', 'running')
+			AND (lease_until IS NULL OR lease_until < $1 OR lease_owner = $2) AND (waiting_until IS NULL OR waiting_until <= $1)
+			ORDER BY id LIMIT 1`+lock, ms(now), owner).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, `UPDATE validation_jobs SET status = 'running', lease_owner = $2, lease_until = $3,
+			waiting_until = NULL, updated_at = $4 WHERE id = $1`, id, owner, ms(until), ms(now)); err != nil {
+			return err
+		}
+		found = true
+		j, err = scanJob(q.QueryRowContext(ctx, `SELECT `+jobCols+` FROM validation_jobs WHERE id = $1`, id))
+		return err
+	})
+	return j, found, notFound(err, "validation job")
+}
+
+// Pending implements validation.JobStore.
+func (s ValidationJobs) Pending(ctx context.Context, jobID int64, limit int) ([]validation.JobItem, error) {
+	rows, err := s.db.rd.QueryContext(ctx, `SELECT idx, email FROM validation_job_items WHERE job_id = $1 AND result IS NULL
+		ORDER BY idx LIMIT $2`, jobID, limit)
+	if err != nil {
+		return nil, notFound(err, "validation job items")
+	}
+	defer rows.Close()
+	var out []validation.JobItem
+	for rows.Next() {
+		var it validation.JobItem
+		if err := rows.Scan(&it.Index, &it.Email); err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	return out, rows.Err()
+}
+
+// SaveResults implements validation.JobStore.
+func (s ValidationJobs) SaveResults(ctx context.Context, jobID int64, owner string, items []validation.JobItem, now time.Time) (bool, error) {
+	done := false
+	err := s.db.InTx(ctx, func(q Querier) error {
+		var status string
+		var lease sql.NullString
+		if err := q.QueryRowContext(ctx, `SELECT status, lease_owner FROM validation_jobs WHERE id = $1`, jobID).Scan(&status, &lease); err != nil {
+			return err
+		}
+		if status != validation.JobRunning || lease.String != owner {
+			return apperr.Errorf(apperr.Conflict, "the job's lease was lost or it was cancelled")
+		}
+		var valid, invalid, risky int
+		for _, it := range items {
+			b, err := json.Marshal(it.Result)
+			if err != nil {
+				return err
+			}
+			if _, err := q.ExecContext(ctx, `UPDATE validation_job_items SET result = $3 WHERE job_id = $1 AND idx = $2`,
+				jobID, it.Index, string(b)); err != nil {
+				return err
+			}
+			switch validation.Verdict(*it.Result) {
+			case "valid":
+				valid++
+			case "invalid":
+				invalid++
+			default:
+				risky++
+			}
+		}
+		var pending int
+		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM validation_job_items WHERE job_id = $1 AND result IS NULL`, jobID).Scan(&pending); err != nil {
+			return err
+		}
+		done = pending == 0
+		status = validation.JobRunning
+		if done {
+			status = validation.JobDone
+		}
+		_, err := q.ExecContext(ctx, `UPDATE validation_jobs SET done = done + $2, valid = valid + $3, invalid = invalid + $4,
+			risky = risky + $5, status = $6, updated_at = $7, lease_owner = CASE WHEN $6 = 'done' THEN NULL ELSE lease_owner END
+			WHERE id = $1`, jobID, len(items), valid, invalid, risky, status, ms(now))
+		return err
+	})
+	return done, err
+}
+
+// WaitJob implements validation.JobStore.
+func (s ValidationJobs) WaitJob(ctx context.Context, jobID int64, owner string, until, now time.Time) error {
+	_, err := s.db.w.ExecContext(ctx, `UPDATE validation_jobs SET waiting_until = $3, lease_owner = NULL, lease_until = NULL,
+		updated_at = $4 WHERE id = $1 AND lease_owner = $2`, jobID, owner, ms(until), ms(now))
+	return notFound(err, "validation job")
+}
+
+// DeleteJobsBefore implements validation.JobStore.
+func (s ValidationJobs) DeleteJobsBefore(ctx context.Context, t time.Time) (int64, error) {
+	res, err := s.db.w.ExecContext(ctx, `DELETE FROM validation_jobs WHERE status IN ('done', 'cancelled', 'failed') AND updated_at < $1`, ms(t))
+	if err != nil {
+		return 0, notFound(err, "validation jobs")
+	}
+	return res.RowsAffected()
+}

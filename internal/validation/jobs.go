@@ -1,0 +1,261 @@
+package validation
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/postline/postline/internal/apperr"
+)
+
+// Job states.
+const (
+	JobQueued    = "queued"
+	JobRunning   = "running"
+	JobDone      = "done"
+	JobCancelled = "cancelled"
+	JobFailed    = "failed"
+)
+
+// MaxJobLines bounds one list-cleaning job.
+const MaxJobLines = 1_000_000
+
+// Job is a list-cleaning job: its addresses are validated in the
+// background, in input order, with the account's own history and budget.
+type Job struct {
+	ID, AccountID         int64
+	Status                string
+	Total, Done           int
+	Valid, Invalid, Risky int
+	Error                 string
+	WaitingUntil          *time.Time // the account's hourly budget is spent until then
+	CreatedAt, UpdatedAt  time.Time
+}
+
+// JobItem is one line of a job with its result (nil while pending).
+type JobItem struct {
+	Index  int
+	Email  string
+	Result *Result
+}
+
+// JobStore keeps jobs. Missing rows (or another account's) are NotFound.
+type JobStore interface {
+	CreateJob(ctx context.Context, accountID int64, emails []string, now time.Time) (Job, error)
+	Job(ctx context.Context, accountID, id int64) (Job, error)
+	Jobs(ctx context.Context, accountID int64, limit int) ([]Job, error)
+	// CancelJob cancels a job that is not finished; a finished one is left.
+	CancelJob(ctx context.Context, accountID, id int64, now time.Time) (Job, error)
+	// Items calls fn with every item of a job in input order.
+	Items(ctx context.Context, jobID int64, fn func(JobItem) error) error
+	// ClaimJob leases the oldest open job whose lease is free and whose
+	// wait is over; ok is false when there is none.
+	ClaimJob(ctx context.Context, owner string, now, until time.Time) (Job, bool, error)
+	// Pending returns up to limit items of a job still without a result.
+	Pending(ctx context.Context, jobID int64, limit int) ([]JobItem, error)
+	// SaveResults stores results and moves the counters, while the lease
+	// is owner's; done is true when no item is pending any more (the job
+	// is then marked done).
+	SaveResults(ctx context.Context, jobID int64, owner string, items []JobItem, now time.Time) (done bool, err error)
+	// WaitJob releases a job until until (the account's budget is spent).
+	WaitJob(ctx context.Context, jobID int64, owner string, until, now time.Time) error
+	// DeleteJobsBefore removes finished jobs last changed before t.
+	DeleteJobsBefore(ctx context.Context, t time.Time) (int64, error)
+}
+
+// Budget takes one validation from an account's hourly budget: ok, or the
+// time the budget comes back.
+type Budget func(ctx context.Context, accountID int64) (ok bool, resetAt time.Time)
+
+// JobsConfig configures the job runner.
+type JobsConfig struct {
+	Batch     int           // addresses per commit (default 100)
+	Lease     time.Duration // default 2m
+	Poll      time.Duration // how often to look for work when idle (default 1s)
+	Retention time.Duration // finished jobs are deleted after this (default 7 days)
+	Logger    *slog.Logger
+	Now       func() time.Time
+}
+
+// Jobs is the list-cleaning service: the API and the console create and
+// read jobs, Start runs them.
+type Jobs struct {
+	store  JobStore
+	v      *Validator
+	budget Budget
+	cfg    JobsConfig
+	owner  string
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// NewJobs returns the service. budget may be nil (no budget).
+func NewJobs(st JobStore, v *Validator, budget Budget, cfg JobsConfig) *Jobs {
+	if cfg.Batch <= 0 {
+		cfg.Batch = 100
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 2 * time.Minute
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = 7 * 24 * time.Hour
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	return &Jobs{store: st, v: v, budget: budget, cfg: cfg, owner: "jobs-" + hex.EncodeToString(b)}
+}
+
+// Create queues a job for emails (1 to MaxJobLines, in input order).
+func (j *Jobs) Create(ctx context.Context, accountID int64, emails []string) (Job, error) {
+	switch {
+	case len(emails) == 0:
+		return Job{}, apperr.Field("emails", "at least one address is required")
+	case len(emails) > MaxJobLines:
+		return Job{}, apperr.Field("emails", fmt.Sprintf("at most %d addresses a job", MaxJobLines))
+	}
+	for i, e := range emails {
+		if len(e) > maxInput {
+			return Job{}, apperr.Field(fmt.Sprintf("emails.%d", i), fmt.Sprintf("an address is at most %d bytes", maxInput))
+		}
+	}
+	return j.store.CreateJob(ctx, accountID, emails, j.cfg.Now().UTC())
+}
+
+// Get returns the account's job.
+func (j *Jobs) Get(ctx context.Context, accountID, id int64) (Job, error) {
+	return j.store.Job(ctx, accountID, id)
+}
+
+// List returns the account's newest jobs.
+func (j *Jobs) List(ctx context.Context, accountID int64) ([]Job, error) {
+	return j.store.Jobs(ctx, accountID, 50)
+}
+
+// Cancel stops the account's job.
+func (j *Jobs) Cancel(ctx context.Context, accountID, id int64) (Job, error) {
+	return j.store.CancelJob(ctx, accountID, id, j.cfg.Now().UTC())
+}
+
+// Results calls fn with every item of the account's job in input order.
+func (j *Jobs) Results(ctx context.Context, accountID, id int64, fn func(JobItem) error) error {
+	if _, err := j.store.Job(ctx, accountID, id); err != nil {
+		return err
+	}
+	return j.store.Items(ctx, id, fn)
+}
+
+// Start runs jobs in the background until Stop.
+func (j *Jobs) Start(ctx context.Context) {
+	j.stop, j.done = make(chan struct{}), make(chan struct{})
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		<-j.stop
+		cancel()
+	}()
+	go func() {
+		defer close(j.done)
+		t := time.NewTicker(j.cfg.Poll)
+		defer t.Stop()
+		for {
+			for j.RunOnce(ctx) {
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// Stop ends the runner; a job under way keeps its progress.
+func (j *Jobs) Stop() {
+	if j.stop != nil {
+		close(j.stop)
+		<-j.done
+	}
+}
+
+// RunOnce advances one job by one batch; false when there was nothing to
+// do.
+func (j *Jobs) RunOnce(ctx context.Context) bool {
+	now := j.cfg.Now().UTC()
+	job, ok, err := j.store.ClaimJob(ctx, j.owner, now, now.Add(j.cfg.Lease))
+	if err != nil {
+		if ctx.Err() == nil {
+			j.cfg.Logger.Warn("validation jobs: claiming", "error", err)
+		}
+		return false
+	}
+	if !ok {
+		if n, err := j.store.DeleteJobsBefore(ctx, now.Add(-j.cfg.Retention)); err == nil && n > 0 {
+			j.cfg.Logger.Info("validation jobs: deleted finished jobs", "count", n)
+		}
+		return false
+	}
+	items, err := j.store.Pending(ctx, job.ID, j.cfg.Batch)
+	if err != nil {
+		j.cfg.Logger.Warn("validation jobs: reading", "job", job.ID, "error", err)
+		return false
+	}
+	// The budget counts addresses, not requests: take it for each.
+	n := len(items)
+	if j.budget != nil {
+		for i := range items {
+			if ok, reset := j.budget(ctx, job.AccountID); !ok {
+				n = i
+				if i == 0 {
+					j.store.WaitJob(ctx, job.ID, j.owner, reset, now) //nolint:errcheck // the lease expires anyway
+					return false
+				}
+				break
+			}
+		}
+	}
+	emails := make([]string, n)
+	for i := range emails {
+		emails[i] = items[i].Email
+	}
+	results, _, err := j.v.ValidateBatchAs(ctx, job.AccountID, ModeStandard, emails)
+	if err != nil {
+		j.cfg.Logger.Warn("validation jobs: validating", "job", job.ID, "error", err)
+		return false
+	}
+	for i := range results {
+		items[i].Result = &results[i]
+	}
+	if _, err := j.store.SaveResults(ctx, job.ID, j.owner, items[:n], j.cfg.Now().UTC()); err != nil {
+		j.cfg.Logger.Warn("validation jobs: saving", "job", job.ID, "error", err)
+		return false
+	}
+	return true
+}
+
+// Verdict is a result's list-cleaning class: valid, invalid, or risky
+// (valid, but a role account, a likely typo or a likely spamtrap).
+func Verdict(r Result) string {
+	switch {
+	case !r.IsValid:
+		return "invalid"
+	case r.IsSpamtrap || r.Suggestion != "":
+		return "risky"
+	}
+	for _, w := range r.Warnings {
+		if w == WarnRoleAccount {
+			return "risky"
+		}
+	}
+	return "valid"
+}
