@@ -197,6 +197,35 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("chain page: %q", text)
 	}
 	shoot(ctx, t, "chain")
+	// List cleaning: upload 1,000 lines, wait for the job, download the results.
+	e.DNS.AddMX("acme-mail.com", 10, "mx.acme-mail.com")
+	e.DNS.AddA("mx.acme-mail.com", "192.0.2.10")
+	list, _ := listCSV(1000)
+	listFile := filepath.Join(t.TempDir(), "list.csv")
+	if err := os.WriteFile(listFile, []byte(list), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run("upload a list",
+		chromedp.Navigate(e.URL+"/validation"),
+		chromedp.SetUploadFiles(chromedp.ID("v-file"), []string{listFile}),
+		chromedp.Submit(chromedp.ID("v-file")),
+		chromedp.WaitVisible(chromedp.ID("job-download")))
+	jobCtx, cancelJob := context.WithTimeout(ctx, 60*time.Second)
+	err = chromedp.Do(jobCtx, chromedp.WaitVisible(chromedp.Search(`//p[@role="status" and starts-with(text(), "done: 1000 of 1000")]`)))
+	cancelJob()
+	if err != nil {
+		t.Fatalf("the uploaded list was not done within a minute: %v", err)
+	}
+	shoot(ctx, t, "list-done")
+	csvText, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch(document.getElementById('job-download').href).then(r => r.text())`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(csvText), "\n"); len(lines) != 1001 || !strings.HasPrefix(lines[0], "email,status") ||
+		!strings.HasPrefix(lines[1], "not-an-address-0,invalid") {
+		t.Fatalf("downloaded results: %d lines, starting %q", len(lines), lines[:min(3, len(lines))])
+	}
+
 	for _, p := range []string{"/keys", "/validation?email=jane%40gmail.con"} {
 		run("page "+p, chromedp.Navigate(e.URL+p), chromedp.WaitVisible(chromedp.CSS("main")))
 		shoot(ctx, t, strings.Trim(strings.SplitN(p, "?", 2)[0], "/"))

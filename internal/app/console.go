@@ -6,6 +6,7 @@ import (
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/console"
+	"github.com/postline/postline/internal/httpapi"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/store"
@@ -31,6 +32,8 @@ func (a *App) console() http.Handler {
 		Validator:    a.Validator,
 		Limiter:      a.Limiter,
 		Series:       store.NewEvents(a.DB),
+		Jobs:         a.ValidationJobs,
+		ReadList:     httpapi.ReadAddressList,
 		Attempts:     &ratelimit.Attempts{Limiter: a.Limiter, PerLogin: a.Config.AuthAttemptsPerLogin, PerAddress: a.Config.AuthAttemptsPerAddress},
 	})
 	if err != nil { // embedded templates: a build error, caught by every test

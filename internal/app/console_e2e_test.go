@@ -435,3 +435,26 @@ func TestConsoleDomainChanges(t *testing.T) {
 		t.Errorf("after delete: %d", r.StatusCode)
 	}
 }
+
+// TestConsoleJobsAreTheAccounts: another account's list is a 404 page, and
+// its results cannot be downloaded.
+func TestConsoleJobsAreTheAccounts(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, store.SQLite, nil)
+	alice, bob := env.NewUser("alice"), env.NewUser("bob")
+	resp := env.Do(apitest.Request{Method: "POST", Path: "/api/email/validate/jobs", Auth: alice.Auth(),
+		Body: map[string]any{"emails": []string{"a@example.com"}}})
+	id := int(resp.JSON["data"].(map[string]any)["id"].(float64))
+	a := &browser{t: t, base: env.URL}
+	a.signIn("alice", alice.Key, "/")
+	if r, _ := a.do("GET", fmt.Sprintf("/validation/jobs/%d", id), nil, nil); r.StatusCode != 200 {
+		t.Fatalf("alice's own list: %d", r.StatusCode)
+	}
+	b := &browser{t: t, base: env.URL}
+	b.signIn("bob", bob.Key, "/")
+	for _, p := range []string{fmt.Sprintf("/validation/jobs/%d", id), fmt.Sprintf("/validation/jobs/%d/results.csv", id)} {
+		if r, body := b.do("GET", p, nil, nil); r.StatusCode != 404 || strings.Contains(body, "a@example.com") {
+			t.Errorf("bob GET %s: %d", p, r.StatusCode)
+		}
+	}
+}

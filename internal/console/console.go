@@ -18,6 +18,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -64,8 +65,11 @@ type Deps struct {
 	Queue        *sending.Queue
 	Validator    *validation.Validator
 	Limiter      *ratelimit.Limiter
-	Series       Series              // hourly counts for the overview; nil: no charts
-	Attempts     *ratelimit.Attempts // failed sign-ins per login and address
+	Series       Series // hourly counts for the overview; nil: no charts
+	Jobs         *validation.Jobs
+	// ReadList reads an uploaded list as the API does.
+	ReadList func(r io.Reader, max int) ([]string, error)
+	Attempts *ratelimit.Attempts // failed sign-ins per login and address
 }
 
 // Console serves the pages.
@@ -102,7 +106,7 @@ func New(cfg Config, deps Deps) (*Console, error) {
 		return nil, err
 	}
 	funcs := template.FuncMap{"css": func() string { return c.css }, "js": func() string { return c.js }, "iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) }}
-	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks", "admin", "validation"} {
+	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks", "admin", "validation", "job"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, err

@@ -22,8 +22,19 @@ var warningText = map[string]string{
 // explains the verdict. It counts against the account's validation
 // budget like an API request.
 func (c *Console) validationPage(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	return c.renderValidation(w, r, s, http.StatusOK, "")
+}
+
+func (c *Console) renderValidation(w http.ResponseWriter, r *http.Request, s *account.Session, status int, uploadErr string) error {
 	email := strings.TrimSpace(r.URL.Query().Get("email"))
-	data := map[string]any{"Email": email}
+	data := map[string]any{"Email": email, "UploadError": uploadErr}
+	if c.deps.Jobs != nil {
+		jobs, err := c.deps.Jobs.List(r.Context(), s.AccountID)
+		if err != nil {
+			return err
+		}
+		data["Jobs"] = jobs
+	}
 	if email != "" {
 		if len(email) > 320 {
 			data["Problem"] = "An address is at most 320 characters."
@@ -45,7 +56,7 @@ func (c *Console) validationPage(w http.ResponseWriter, r *http.Request, s *acco
 			data["Result"], data["Warnings"] = res, warnings
 		}
 	}
-	c.render(w, http.StatusOK, "validation", view{Title: "Validation", Session: s, Data: data})
+	c.render(w, status, "validation", view{Title: "Validation", Session: s, Data: data})
 	return nil
 }
 

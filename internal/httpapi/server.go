@@ -100,7 +100,7 @@ func New(d Deps) *Server {
 	}
 	fallback := route{path: "unmatched", group: groupPublic, public: s.handleNotFound}
 	if d.Console != nil {
-		fallback = route{path: "console", group: groupPublic, public: s.handleConsole}
+		fallback = route{path: "console", group: groupPublic, public: s.handleConsole, maxBody: 64 << 20} // list uploads
 	}
 	mux.Handle("/", s.wrap(fallback))
 	s.handler = s.withRequestID(s.withTrackingHosts(mux))

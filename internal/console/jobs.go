@@ -1,0 +1,98 @@
+package console
+
+import (
+	"encoding/csv"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/validation"
+)
+
+// maxUpload bounds a list uploaded in the console (a million lines).
+const maxUpload = 64 << 20
+
+// uploadList queues a list-cleaning job from an uploaded CSV or text file
+// (the same reader as the API's) and shows its page.
+func (c *Console) uploadList(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	f, _, err := r.FormFile("file")
+	if err != nil {
+		return c.renderValidation(w, r, s, http.StatusUnprocessableEntity, "Choose a CSV or text file with one address a line.")
+	}
+	defer f.Close()
+	emails, err := c.deps.ReadList(f, validation.MaxJobLines)
+	if err == nil {
+		var j validation.Job
+		if j, err = c.deps.Jobs.Create(r.Context(), s.AccountID, emails); err == nil {
+			http.Redirect(w, r, "/validation/jobs/"+strconv.FormatInt(j.ID, 10), http.StatusSeeOther)
+			return nil
+		}
+	}
+	if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
+		return c.renderValidation(w, r, s, http.StatusUnprocessableEntity, fieldText(e))
+	}
+	return err
+}
+
+func fieldText(e *apperr.Error) string {
+	var parts []string
+	for _, msgs := range e.Fields {
+		parts = append(parts, strings.Join(msgs, "; "))
+	}
+	if len(parts) == 0 {
+		return e.Message
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (c *Console) jobFromPath(r *http.Request, s *account.Session) (validation.Job, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return validation.Job{}, apperr.Errorf(apperr.NotFound, "no job")
+	}
+	return c.deps.Jobs.Get(r.Context(), s.AccountID, id)
+}
+
+// jobPage shows a job's progress (reloading itself while it runs) and the
+// download of its results.
+func (c *Console) jobPage(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	j, err := c.jobFromPath(r, s)
+	if err != nil {
+		return err
+	}
+	pct := 0
+	if j.Total > 0 {
+		pct = j.Done * 100 / j.Total
+	}
+	c.render(w, http.StatusOK, "job", view{Title: fmt.Sprintf("List %d", j.ID), Session: s, Data: map[string]any{
+		"Job": j, "Percent": pct, "Running": j.Status == validation.JobQueued || j.Status == validation.JobRunning}})
+	return nil
+}
+
+// jobResults downloads a job's results as CSV, in input order.
+func (c *Console) jobResults(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	j, err := c.jobFromPath(r, s)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="validation-job-%d.csv"`, j.ID))
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"email", "status", "reason", "warnings", "spamtrap_score", "suggestion"}) //nolint:errcheck // flushed below
+	err = c.deps.Jobs.Results(r.Context(), s.AccountID, j.ID, func(it validation.JobItem) error {
+		if it.Result == nil {
+			return cw.Write([]string{it.Email, "", "", "", "", ""})
+		}
+		res := *it.Result
+		return cw.Write([]string{it.Email, validation.Verdict(res), res.Reason, strings.Join(res.Warnings, " "),
+			strconv.FormatFloat(res.SpamtrapScore, 'f', 3, 64), res.Suggestion})
+	})
+	cw.Flush()
+	if err != nil {
+		c.cfg.Logger.Warn("console: job results ended early", "job", j.ID, "error", err)
+	}
+	return nil
+}
