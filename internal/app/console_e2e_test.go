@@ -353,6 +353,9 @@ func TestConsoleOperator(t *testing.T) {
 		t.Fatalf("/admin for the operator: %d\n%s", r.StatusCode, page)
 	}
 	csrf := csrfRE.FindStringSubmatch(page)[1]
+	if r, page := o.do("GET", "/admin?keys=alice", nil, nil); r.StatusCode != 200 || !strings.Contains(page, "Keys of alice") || strings.Contains(page, alice.Key) {
+		t.Errorf("alice's keys on the operator page: %d", r.StatusCode)
+	}
 	if r, page := o.do("POST", "/admin/accounts", url.Values{"csrf": {csrf}, "login": {"dave"}}, nil); r.StatusCode != 201 || !strings.Contains(page, "dave") {
 		t.Errorf("create dave: %d", r.StatusCode)
 	}
@@ -456,5 +459,65 @@ func TestConsoleJobsAreTheAccounts(t *testing.T) {
 		if r, body := b.do("GET", p, nil, nil); r.StatusCode != 404 || strings.Contains(body, "a@example.com") {
 			t.Errorf("bob GET %s: %d", p, r.StatusCode)
 		}
+	}
+}
+
+// TestConsoleDomainSettingsAndSignInLimit: the tracking switches and hosts
+// and the relay settings change from the domain page (the DKIM key and
+// the relay password stay; a host outside the domain is shown as an
+// error); sign-in failures past the limit are refused even with the right
+// key.
+func TestConsoleDomainSettingsAndSignInLimit(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, store.SQLite, func(c *config.Config) {
+		c.RelayAllowlist = []string{"*.relay.example"}
+		c.AuthAttemptsPerLogin = 2
+	})
+	alice := env.NewUser("alice")
+	ctx := context.Background()
+	d0 := env.NewDomain(alice, "shop.example")
+	b := &browser{t: t, base: env.URL}
+	b.signIn("alice", alice.Key, "/")
+	_, page := b.do("GET", "/domains/shop.example", nil, nil)
+	if !strings.Contains(page, `class="copy"`) {
+		t.Error("no copy buttons next to the records")
+	}
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+	post := func(v url.Values) (*http.Response, string) {
+		v.Set("csrf", csrf)
+		return b.do("POST", "/domains/shop.example/settings", v, nil)
+	}
+	if r, _ := post(url.Values{"section": {"tracking"}, "opens": {"on"}, "unsubscribe": {"on"}, "tracking_host": {"t.shop.example"}}); r.StatusCode != 303 {
+		t.Fatalf("tracking settings: %d", r.StatusCode)
+	}
+	d, _ := env.App.Domains.Owned(ctx, alice.ID, "shop.example")
+	if !d.Tracking.Opens || d.Tracking.Clicks || !d.Tracking.Unsubscribe || d.TrackingDomain != "t.shop.example" {
+		t.Errorf("after the tracking form: %+v host %q", d.Tracking, d.TrackingDomain)
+	}
+	if r, page := post(url.Values{"section": {"tracking"}, "tracking_host": {"t.other.example"}}); r.StatusCode != 422 || !strings.Contains(page, "subdomain of shop.example") {
+		t.Errorf("a tracking host outside the domain: %d", r.StatusCode)
+	}
+	if r, _ := post(url.Values{"section": {"delivery"}, "mode": {"smtp"}, "host": {"smtp.relay.example"}, "user": {"u"}, "password": {"pw1"}, "tls": {"tls"}, "port": {"465"}}); r.StatusCode != 303 {
+		t.Fatalf("relay settings: %d", r.StatusCode)
+	}
+	if r, _ := post(url.Values{"section": {"delivery"}, "mode": {"smtp"}, "host": {"smtp.relay.example"}, "user": {"u"}, "port": {"2525"}, "tls": {"tls"}}); r.StatusCode != 303 {
+		t.Fatalf("relay port change: %d", r.StatusCode)
+	}
+	d, _ = env.App.Domains.Owned(ctx, alice.ID, "shop.example")
+	if d.Delivery.Port != 2525 || d.Delivery.Password != "pw1" || string(d.DKIMPrivateKey) != string(d0.DKIMPrivateKey) {
+		t.Errorf("after changing the port: %+v; want the password and the DKIM key kept", d.Delivery)
+	}
+	if r, page := post(url.Values{"section": {"delivery"}, "mode": {"smtp"}, "host": {"10.1.1.1"}}); r.StatusCode != 422 || !strings.Contains(page, "allowlist") {
+		t.Errorf("a relay off the allowlist: %d", r.StatusCode)
+	}
+
+	o := &browser{t: t, base: env.URL}
+	for i := 0; i < 2; i++ {
+		if r := o.signIn("alice", "pl_wrong", "/"); r.StatusCode != 401 {
+			t.Fatalf("failure %d: %d", i+1, r.StatusCode)
+		}
+	}
+	if r := o.signIn("alice", alice.Key, "/"); r.StatusCode != 429 || o.cookie != nil {
+		t.Errorf("the right key after 2 failures with a limit of 2: %d, want 429 and no session", r.StatusCode)
 	}
 }

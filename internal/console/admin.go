@@ -54,8 +54,15 @@ func (c *Console) renderAdmin(w http.ResponseWriter, r *http.Request, s *account
 		rows = append(rows, rr)
 		total.Queued, total.Deferred, total.InFlight = total.Queued+q.Queued, total.Deferred+q.Deferred, total.InFlight+q.InFlight
 	}
-	c.render(w, status, "admin", view{Title: "Operator", Session: s, Data: map[string]any{
-		"Users": users, "Queue": rows, "Total": total, "Errors": fieldErr, "Notice": notice}})
+	data := map[string]any{"Users": users, "Queue": rows, "Total": total, "Errors": fieldErr, "Notice": notice}
+	if login := r.URL.Query().Get("keys"); login != "" {
+		keys, err := c.deps.Accounts.Keys(r.Context(), login)
+		if err != nil {
+			return err
+		}
+		data["KeysOf"], data["Keys"] = login, keys
+	}
+	c.render(w, status, "admin", view{Title: "Operator", Session: s, Data: data})
 	return nil
 }
 

@@ -18,6 +18,7 @@ func (c *Console) routes() []consoleRoute {
 		{"POST /domains", c.form(c.addDomain)},
 		{"GET /domains/{name}", c.page(c.domainPage)},
 		{"POST /domains/{name}/verify", c.form(c.verifyDomain)},
+		{"POST /domains/{name}/settings", c.form(c.domainSettings)},
 		{"POST /domains/{name}/delete", c.form(c.deleteDomain)},
 		{"GET /domains/{name}/log", c.page(c.logPage)},
 		{"GET /domains/{name}/log/tail", c.page(c.logTail)},

@@ -11,6 +11,17 @@
   }
   Array.prototype.forEach.call(document.querySelectorAll("time[datetime]"), local);
 
+  // Copy buttons next to the DNS records.
+  Array.prototype.forEach.call(document.querySelectorAll("button.copy[data-copy]"), function (b) {
+    b.addEventListener("click", function () {
+      if (!navigator.clipboard) { return; }
+      navigator.clipboard.writeText(b.getAttribute("data-copy")).then(function () {
+        b.textContent = "Copied";
+        setTimeout(function () { b.textContent = "Copy"; }, 1500);
+      });
+    });
+  });
+
   var box = document.getElementById("tail");
   if (!box) { return; }
   var button = document.getElementById("tail-toggle");
