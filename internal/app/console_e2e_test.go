@@ -1,9 +1,11 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -519,5 +521,95 @@ func TestConsoleDomainSettingsAndSignInLimit(t *testing.T) {
 	}
 	if r := o.signIn("alice", alice.Key, "/"); r.StatusCode != 429 || o.cookie != nil {
 		t.Errorf("the right key after 2 failures with a limit of 2: %d, want 429 and no session", r.StatusCode)
+	}
+}
+
+// multipartForm builds a multipart body with a csrf field and one file.
+func multipartForm(t *testing.T, csrf, field, filename, content string) ([]byte, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	mw.WriteField("csrf", csrf)
+	fw, _ := mw.CreateFormFile(field, filename)
+	io.WriteString(fw, content)
+	mw.Close()
+	return buf.Bytes(), mw.FormDataContentType()
+}
+
+// TestConsoleMore: suppressions import and export as CSV, the console
+// password set in the console then used to sign in, the log's time range,
+// the Secure __Host- cookie behind an https public URL, and a tracking
+// host that never shows the console.
+func TestConsoleMore(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, store.SQLite, func(c *config.Config) { c.PublicURL = "https://mail.example.com" })
+	alice := env.NewUser("alice")
+	dom := env.NewDomain(alice, "shop.example")
+	b := &browser{t: t, base: env.URL}
+	r := b.signIn("alice", alice.Key, "/")
+	if b.cookie == nil || !b.cookie.Secure || b.cookie.Name != "__Host-postline" {
+		t.Fatalf("behind an https public URL the cookie is %+v (%d), want Secure and __Host-", b.cookie, r.StatusCode)
+	}
+	// (Go's client sends a Secure cookie to http://127.0.0.1: a loopback host counts as secure.)
+	_, page := b.do("GET", "/domains/shop.example/suppressions", nil, nil)
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+
+	body, ct := multipartForm(t, csrf, "file", "list.csv", "recipient,type\na@x.example,bounce\nb@x.example,unsubscribe\n")
+	req, _ := http.NewRequest("POST", env.URL+"/domains/shop.example/suppressions/import", bytes.NewReader(body))
+	req.Header.Set("Content-Type", ct)
+	req.AddCookie(b.cookie)
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil || resp.StatusCode != 303 {
+		t.Fatalf("import: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	_, csvText := b.do("GET", "/domains/shop.example/suppressions/export?type=bounce", nil, nil)
+	if !strings.HasPrefix(csvText, "recipient,type,source,created_at\n") || !strings.Contains(csvText, "a@x.example,bounce,console-import,") ||
+		strings.Contains(csvText, "b@x.example") {
+		t.Errorf("export of the bounce list:\n%s", csvText)
+	}
+
+	// A console password, set here and then used.
+	_, page = b.do("GET", "/keys", nil, nil)
+	if r, page := b.do("POST", "/password", url.Values{"csrf": {csrf}, "password": {"a long secret"}, "again": {"another"}}, nil); r.StatusCode != 422 || !strings.Contains(page, "differ") {
+		t.Errorf("two different passwords: %d", r.StatusCode)
+	}
+	if r, _ := b.do("POST", "/password", url.Values{"csrf": {csrf}, "password": {"a long secret"}, "again": {"a long secret"}}, nil); r.StatusCode != 303 {
+		t.Fatalf("set password: %d", r.StatusCode)
+	}
+	p := &browser{t: t, base: env.URL}
+	if r := p.signIn("alice", "a long secret", "/"); r.StatusCode != 303 || p.cookie == nil {
+		t.Errorf("sign-in with the password set in the console: %d", r.StatusCode)
+	}
+
+	// The log's time range.
+	now := time.Now().UTC()
+	env.App.Events.Record(context.Background(), event.Entry{DomainID: dom.ID, MessageID: "old@shop.example", Type: event.Queued,
+		Sender: "a@shop.example", Recipient: "old@x.example", Subject: "old", CreatedAt: now.Add(-48 * time.Hour)},
+		event.Entry{DomainID: dom.ID, MessageID: "new@shop.example", Type: event.Queued, Sender: "a@shop.example",
+			Recipient: "new@x.example", Subject: "new", CreatedAt: now})
+	q := url.Values{"start": {now.Add(-time.Hour).Format("2006-01-02T15:04")}}
+	if _, page := b.do("GET", "/domains/shop.example/log?"+q.Encode(), nil, nil); !strings.Contains(page, "new@x.example") || strings.Contains(page, "old@x.example") {
+		t.Errorf("the last hour shows the wrong entries")
+	}
+	if _, page := b.do("GET", "/domains/shop.example/log?start=yesterday", nil, nil); !strings.Contains(page, "must be a date and time") {
+		t.Errorf("a bad start is not explained")
+	}
+
+	// A verified tracking host answers tracking only.
+	d, _ := env.App.Domains.Owned(context.Background(), alice.ID, "shop.example")
+	if _, err := env.App.Domains.SetTracking(context.Background(), d, "t.shop.example"); err != nil {
+		t.Fatal(err)
+	}
+	req, _ = http.NewRequest("GET", env.URL+"/", nil)
+	req.Host = "t.shop.example"
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 404 || strings.Contains(string(raw), "sign-in") || strings.Contains(string(raw), "Postline</title>") {
+		t.Errorf("the console on a tracking host: %d %s", resp.StatusCode, raw)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
@@ -31,6 +32,24 @@ func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *account.Ses
 			problems = append(problems, "Unknown event type "+strconv.Quote(t)+".")
 			f.Type = ""
 		}
+	}
+	// start and end come from datetime-local inputs, read as UTC.
+	for _, b := range []struct {
+		name string
+		dst  *time.Time
+	}{{"start", &f.Start}, {"end", &f.End}} {
+		if v := q.Get(b.name); v != "" {
+			t, err := time.ParseInLocation("2006-01-02T15:04", v, time.UTC)
+			if err != nil {
+				problems = append(problems, "The "+b.name+" must be a date and time (YYYY-MM-DDTHH:MM, UTC).")
+				continue
+			}
+			*b.dst = t
+		}
+	}
+	if !f.Start.IsZero() && !f.End.IsZero() && f.End.Before(f.Start) {
+		problems = append(problems, "The end is before the start.")
+		f.Start, f.End = time.Time{}, time.Time{}
 	}
 	page := 1
 	if p := q.Get("page"); p != "" {

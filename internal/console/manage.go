@@ -1,9 +1,12 @@
 package console
 
 import (
+	"encoding/csv"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
@@ -117,5 +120,91 @@ func (c *Console) deleteSuppression(w http.ResponseWriter, r *http.Request, s *a
 		return err
 	}
 	http.Redirect(w, r, "/domains/"+d.Name+"/suppressions?type="+r.PostFormValue("type"), http.StatusSeeOther)
+	return nil
+}
+
+// importSuppressions adds the rows of an uploaded CSV (recipient,type; a
+// header row allowed; type defaults to bounce), as `postline suppression
+// import` does; a bad row stops it, naming its line.
+func (c *Console) importSuppressions(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	f, _, err := r.FormFile("file")
+	if err != nil {
+		return c.renderSuppressions(w, r, s, http.StatusUnprocessableEntity, map[string][]string{"file": {"Choose a CSV file: recipient,type a line."}})
+	}
+	defer f.Close()
+	res, err := c.deps.Suppressions.Import(r.Context(), d.ID, f, "console-import")
+	if err != nil {
+		msg := fmt.Sprintf("%d added, %d already present, then: %s", res.Added, res.Existing, apperrText(err))
+		return c.renderSuppressions(w, r, s, http.StatusUnprocessableEntity, map[string][]string{"file": {msg}})
+	}
+	http.Redirect(w, r, "/domains/"+d.Name+"/suppressions?imported="+strconv.Itoa(res.Added), http.StatusSeeOther)
+	return nil
+}
+
+func apperrText(err error) string {
+	if e, ok := apperr.As(err); ok {
+		return e.Error()
+	}
+	return err.Error()
+}
+
+// exportSuppressions downloads one of a domain's lists as CSV
+// (recipient,type,source,created_at), which the import reads back.
+func (c *Console) exportSuppressions(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	t := suppression.Type(r.URL.Query().Get("type"))
+	if !t.Valid() {
+		t = suppression.Bounce
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s-%s.csv"`, d.Name, t))
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"recipient", "type", "source", "created_at"}) //nolint:errcheck // flushed below
+	for page := 1; ; page++ {
+		pg, err := c.deps.Suppressions.List(r.Context(), d.ID, t, "", page, suppression.MaxPerPage)
+		if err != nil {
+			return err
+		}
+		for _, e := range pg.Entries {
+			src := ""
+			if e.Source != nil {
+				src = *e.Source
+			}
+			cw.Write([]string{e.Recipient, string(e.Type), src, e.CreatedAt.UTC().Format(time.RFC3339)}) //nolint:errcheck
+		}
+		if page >= pg.LastPage {
+			break
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// setPassword sets (or, empty, removes) the account's console password,
+// as `postline user password` does; it is asked twice.
+func (c *Console) setPassword(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	pw, again := r.PostFormValue("password"), r.PostFormValue("again")
+	if pw != again {
+		return c.renderKeys(w, r, s, http.StatusUnprocessableEntity, "", map[string][]string{"password": {"The two passwords differ."}})
+	}
+	err := c.deps.Accounts.SetPassword(r.Context(), s.Login, pw)
+	if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
+		msgs := e.Fields["password"]
+		if len(msgs) == 0 {
+			msgs = []string{e.Message}
+		}
+		return c.renderKeys(w, r, s, http.StatusUnprocessableEntity, "", map[string][]string{"password": msgs})
+	}
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/keys?password=set", http.StatusSeeOther)
 	return nil
 }

@@ -29,7 +29,8 @@ type domainOverview struct {
 	Domain   domain.Domain
 	Day      map[event.Type]int // the last 24 hours
 	Month    map[event.Type]int // the last 30 days
-	Chart    template.HTML      // deliveries per hour, last 24 hours (SVG)
+	Chart    template.HTML      // messages per hour, last 24 hours (SVG)
+	Chart30  template.HTML      // messages per day, last 30 days (SVG)
 	Queue    sending.QueueCount
 	Failures []event.Entry // the newest failures
 }
@@ -48,10 +49,13 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *account.Se
 			if err != nil {
 				return err
 			}
-			hourly := make([]int, 24)
+			hourly, daily := make([]int, 24), make([]int, 30)
 			for h, byType := range counts {
 				for t, n := range byType {
 					b.Month[t] += n
+					if day := int(now.Sub(h) / (24 * time.Hour)); t == event.Queued && day < 30 {
+						daily[29-day] += n
+					}
 					if age := now.Sub(h); age < 24*time.Hour {
 						b.Day[t] += n
 						if t == event.Queued {
@@ -60,7 +64,8 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *account.Se
 					}
 				}
 			}
-			b.Chart = barChart(hourly, "Messages queued per hour, last 24 hours")
+			b.Chart = barChart(hourly, "Messages queued per hour, last 24 hours", "24 h ago")
+			b.Chart30 = barChart(daily, "Messages queued per day, last 30 days", "30 days ago")
 		}
 		if c.deps.Queue != nil {
 			if qc, err := c.deps.Queue.Counts(r.Context(), d.ID); err == nil && len(qc) == 1 {
@@ -80,7 +85,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *account.Se
 
 // barChart draws values as an SVG bar chart, server-side: no chart
 // library, no script. Only numbers go into it.
-func barChart(values []int, label string) template.HTML {
+func barChart(values []int, label, from string) template.HTML {
 	const w, h, gap = 480, 80, 2
 	top := 1
 	for _, v := range values {
@@ -96,6 +101,7 @@ func barChart(values []int, label string) template.HTML {
 		}
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d"><title>%d</title></rect>`, i*(bw+gap), h-bh, bw, bh, v)
 	}
-	fmt.Fprintf(&b, `<text x="0" y="%d">24 h ago</text><text x="%d" y="%d" text-anchor="end">now · max %d</text></svg>`, h+12, w, h+12, top)
+	fmt.Fprintf(&b, `<text x="0" y="%d">%s</text><text x="%d" y="%d" text-anchor="end">now · max %d</text></svg>`, h+12,
+		template.HTMLEscapeString(from), w, h+12, top)
 	return template.HTML(b.String()) //nolint:gosec // built above from integers and an escaped label
 }
