@@ -1,11 +1,15 @@
 package app_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -256,4 +260,70 @@ func TestWebhookLimitHoldsUnderConcurrentCreates(t *testing.T) {
 			t.Fatalf("%d creates answered 201 and the domain has %d webhooks; want 10 and 10", created, n)
 		}
 	})
+}
+
+// TestStandardWebhooksVerify: a webhook post verifies with the Standard
+// Webhooks reference library (the npm package standardwebhooks, run by
+// Node), not with the project's own signer.
+func TestStandardWebhooksVerify(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("POSTLINE_TEST_DATABASE_URL") != "" {
+		t.Skip("client libraries run once, in the SQLite pass")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed")
+	}
+	lib := filepath.Join("..", "..", "testdata", "js")
+	if _, err := os.Stat(filepath.Join(lib, "node_modules", "standardwebhooks")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("testdata/js/node_modules is missing (.ci/run runs npm ci there)")
+		}
+		t.Skip("run npm ci in testdata/js to drive the standardwebhooks library")
+	}
+	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.WebhookAllowPrivate = true })
+	got := make(chan *http.Request, 1)
+	bodies := make(chan []byte, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		select {
+		case got <- r:
+			bodies <- b
+		default:
+		}
+	}))
+	defer srv.Close()
+	resp := e.Do(apitest.Request{Method: "POST", Path: "/api/domains/shop.example.com/webhooks", Auth: e.user.Auth(),
+		Body: map[string]any{"url": srv.URL, "event_types": []string{"queued"}}})
+	secret := resp.JSON["data"].(map[string]any)["secret"].(string)
+	e.send(t, basicParts("ann@rcpt.example.net"), nil)
+	var r *http.Request
+	select {
+	case r = <-got:
+	case <-time.After(15 * time.Second):
+		t.Fatal("no webhook post")
+	}
+	body := <-bodies
+	dir := t.TempDir()
+	headers, _ := json.Marshal(map[string]string{"webhook-id": r.Header.Get("webhook-id"),
+		"webhook-timestamp": r.Header.Get("webhook-timestamp"), "webhook-signature": r.Header.Get("webhook-signature")})
+	os.WriteFile(filepath.Join(dir, "headers.json"), headers, 0o600)
+	os.WriteFile(filepath.Join(dir, "body.json"), body, 0o600)
+	cmd := exec.Command(node, "verify-standardwebhook.js", secret, filepath.Join(dir, "headers.json"), filepath.Join(dir, "body.json"))
+	cmd.Dir = lib
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "verified 1 event(s)") {
+		t.Fatalf("standardwebhooks: %v\n%s", err, out)
+	}
+	// A changed body does not verify.
+	os.WriteFile(filepath.Join(dir, "body.json"), bytes.Replace(body, []byte("ann@"), []byte("eve@"), 1), 0o600)
+	if out, err := cmd2(node, lib, secret, dir).CombinedOutput(); err == nil {
+		t.Fatalf("a changed body verified: %s", out)
+	}
+}
+
+func cmd2(node, lib, secret, dir string) *exec.Cmd {
+	c := exec.Command(node, "verify-standardwebhook.js", secret, filepath.Join(dir, "headers.json"), filepath.Join(dir, "body.json"))
+	c.Dir = lib
+	return c
 }

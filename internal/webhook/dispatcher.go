@@ -259,7 +259,14 @@ func (d *Dispatcher) post(ctx context.Context, w Webhook, batch []event.Entry) (
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Postline-Webhook/1")
-	req.Header.Set(SignatureHeader, Sign(w.Secret, d.cfg.Now(), body))
+	now := d.cfg.Now()
+	req.Header.Set(SignatureHeader, Sign(w.Secret, now, body))
+	// The same id for a retry of the same entries, so receivers can
+	// de-duplicate (Standard Webhooks).
+	id := "msg_" + strconv.FormatInt(w.ID, 10) + "_" + strconv.FormatInt(batch[len(batch)-1].ID, 10)
+	req.Header.Set(StandardID, id)
+	req.Header.Set(StandardTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(StandardSignature, StandardSign(w.Secret, id, now, body))
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return 0, err
