@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/postline/postline/internal/dnstest"
+	"github.com/postline/postline/internal/smtptest"
 )
 
 // cli runs the command in-process with POSTLINE_DATA_DIR=dir and returns
@@ -33,11 +36,7 @@ var keyLine = regexp.MustCompile(`^pl_[A-Za-z0-9_-]{43}\n$`)
 func TestCLIUsersKeysDomains(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	steps := []struct {
-		args     []string
-		code     int
-		contains string // in stdout (or stderr when code != 0)
-	}{
+	steps := []cliStep{
 		{[]string{"user", "create", "alice"}, 0, "created account alice"},
 		{[]string{"user", "create", "alice"}, 1, `account "alice" already exists`},
 		{[]string{"user", "create", "Bad:Login"}, 2, "postline user create: LOGIN: login may contain only"},
@@ -45,6 +44,11 @@ func TestCLIUsersKeysDomains(t *testing.T) {
 		{[]string{"key", "list", "alice"}, 0, "ID"},
 		{[]string{"key", "revoke", "abc"}, 2, "KEY_ID must be a number"},
 		{[]string{"key", "create", "nobody"}, 1, `account "nobody" not found`},
+		{[]string{"key", "create", "alice", "--scopes", "send,everything"}, 2, `--scopes: unknown scope "everything"`},
+		{[]string{"key", "create", "alice", "--expires", "tomorrow"}, 2, "--expires must be a duration"},
+		{[]string{"key", "create", "alice", "--expires", "-1h"}, 2, "--expires"},
+		{[]string{"key", "create", "alice", "--name", "limited", "--scopes", "send,log:read", "--domains", "Example.org", "--expires", "720h"}, 0, "pl_"},
+		{[]string{"key", "list", "alice"}, 0, "send,log:read  example.org"},
 		{[]string{"domain", "add", "alice", "example.org"}, 2, "give --direct or --smtp-host"},
 		{[]string{"domain", "add", "alice", "example.org", "--direct"}, 0, "._domainkey.example.org"},
 		{[]string{"domain", "add", "alice", "relay.example", "--smtp-host", "smtp.example.net", "--smtp-port", "2525", "--smtp-user", "u", "--smtp-password", "hunter2"}, 0, "v=spf1"},
@@ -63,19 +67,7 @@ func TestCLIUsersKeysDomains(t *testing.T) {
 		{[]string{"nonsense"}, 2, "unknown command"},
 		{[]string{"user", "list", "--rate-domain-per-minute", "0"}, 2, "rate-domain-per-minute: must be at least 1"},
 	}
-	for _, s := range steps {
-		code, out, errs := cli(t, dir, s.args...)
-		text := out
-		if s.code != 0 {
-			text = errs
-		}
-		if code != s.code || !strings.Contains(text, s.contains) {
-			t.Errorf("postline %s: exit %d, stdout %q, stderr %q; want exit %d with %q", strings.Join(s.args, " "), code, out, errs, s.code, s.contains)
-		}
-		if strings.Contains(out+errs, "hunter2") {
-			t.Errorf("postline %s printed the SMTP password", strings.Join(s.args, " "))
-		}
-	}
+	runSteps(t, dir, steps)
 	code, out, _ := cli(t, dir, "key", "create", "alice", "--name", "ci")
 	if code != 0 || !keyLine.MatchString(out) {
 		t.Fatalf("key create: exit %d, stdout %q; want one line with the key alone", code, out)
@@ -99,11 +91,7 @@ func TestCLISuppressions(t *testing.T) {
 	if err := os.WriteFile(csvFile, []byte("recipient,type\nold@x.example,bounce\nx.example,unsubscribe\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	steps := []struct {
-		args     []string
-		code     int
-		contains string
-	}{
+	steps := []cliStep{
 		{[]string{"user", "create", "alice"}, 0, "created"},
 		{[]string{"domain", "add", "alice", "alice.example", "--direct"}, 0, "added"},
 		{[]string{"suppression", "add", "alice.example", "Gone@X.example", "--type", "bounce"}, 0, "added bounce gone@x.example (id 1)"},
@@ -125,6 +113,18 @@ func TestCLISuppressions(t *testing.T) {
 		{[]string{"suppression", "remove", "alice.example", "1"}, 1, "not found"},
 		{[]string{"suppression", "list", "alice.example", "--type", "bounce"}, 0, "page 1 of 1, 1 in all"},
 	}
+	runSteps(t, dir, steps)
+}
+
+type cliStep struct {
+	args     []string
+	code     int
+	contains string // in stdout (or stderr when code != 0)
+}
+
+// runSteps runs each command and checks its exit status and output.
+func runSteps(t *testing.T, dir string, steps []cliStep) {
+	t.Helper()
 	for _, s := range steps {
 		code, out, errs := cli(t, dir, s.args...)
 		text := out
@@ -133,6 +133,9 @@ func TestCLISuppressions(t *testing.T) {
 		}
 		if code != s.code || !strings.Contains(text, s.contains) {
 			t.Errorf("postline %s: exit %d, stdout %q, stderr %q; want exit %d with %q", strings.Join(s.args, " "), code, out, errs, s.code, s.contains)
+		}
+		if strings.Contains(out+errs, "hunter2") {
+			t.Errorf("postline %s printed the SMTP password", strings.Join(s.args, " "))
 		}
 	}
 }
@@ -189,5 +192,80 @@ func TestCLIValidate(t *testing.T) {
 	}
 	if code, _, errs := run("", "--concurrency", "0"); code != 2 {
 		t.Errorf("--concurrency 0: exit %d %q, want 2", code, errs)
+	}
+}
+
+func TestCLITemplates(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	html := dir + "/welcome.html"
+	if err := os.WriteFile(html, []byte("<p>Hi {{name}}</p>"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	steps := []cliStep{
+		{[]string{"user", "create", "alice"}, 0, "created account alice"},
+		{[]string{"domain", "add", "alice", "example.org", "--direct"}, 0, "._domainkey.example.org"},
+		{[]string{"template", "add", "example.org", "welcome", "--subject", "Hi {{name}}", "--text", "Hello {{name}}", "--html-file", html}, 0, "version 1 is active"},
+		{[]string{"template", "add", "example.org", "welcome", "--subject", "x", "--text", "y"}, 1, "exists"},
+		{[]string{"template", "add", "example.org", "broken", "--subject", "x", "--text", "{{#if a}}"}, 2, "--text"},
+		{[]string{"template", "update", "example.org", "welcome", "--subject", "Hello {{name}}", "--text", "Hello again {{name}}", "--strict"}, 0, "version 2 is active"},
+		{[]string{"template", "list", "example.org"}, 0, "welcome  2        2         true"},
+		{[]string{"template", "show", "example.org", "welcome", "--version", "1"}, 0, "<p>Hi {{name}}</p>"},
+		{[]string{"template", "render", "example.org", "welcome", "--variables", `{"name": "<Ann>"}`}, 0, "Hello again <Ann>"},
+		{[]string{"template", "render", "example.org", "welcome"}, 2, `"name" is missing`},
+		{[]string{"template", "render", "example.org", "welcome", "--variables", "nope"}, 2, "--variables must be a JSON object"},
+		{[]string{"template", "remove", "example.org", "welcome"}, 0, "removed template welcome"},
+		{[]string{"template", "show", "example.org", "welcome"}, 1, "not found"},
+		{[]string{"message", "show", "example.org", "nope@example.org"}, 1, "Message not found"},
+	}
+	runSteps(t, dir, steps)
+}
+
+// postline validate --check-mailbox probes each mailbox at its MX (a
+// local scripted SMTP server) and prints the verdicts; without probing
+// permitted it is a usage error naming the settings.
+func TestCLIValidateCheckMailbox(t *testing.T) {
+	t.Parallel()
+	sink := smtptest.New(t, smtptest.Config{OnlyDomains: []string{"probe-corp.net"}})
+	sink.Known("ok@probe-corp.net")
+	sink.Script("full@probe-corp.net", smtptest.Reply{Code: 452, Enhanced: [3]int{4, 2, 2}, Message: "mailbox full"})
+	sink.Script("grey@probe-corp.net", smtptest.Reply{Code: 451, Enhanced: [3]int{4, 7, 1}, Message: "greylisted"})
+	smtptest.Silent(t, net.JoinHostPort("127.0.0.3", fmt.Sprint(sink.Port()))) // accepts, never greets
+	dns := dnstest.New(t)
+	for d, ip := range map[string]string{"probe-corp.net": "127.0.0.1", "all-corp.net": "127.0.0.1", "down-corp.net": "127.0.0.2", "slow-corp.net": "127.0.0.3"} {
+		dns.AddMX(d, 10, "mx."+d)
+		dns.AddA("mx."+d, ip)
+	}
+	vars := map[string]string{"POSTLINE_DATA_DIR": t.TempDir(), "POSTLINE_DNS_SERVER": dns.Addr(), "POSTLINE_MX_PORT": fmt.Sprint(sink.Port()),
+		"POSTLINE_VALIDATION_PROBE_TIMEOUT": "1s"}
+	if code, _, errs := cliEnv(t, vars, "validate", "--check-mailbox", "ok@probe-corp.net"); code != 2 || !strings.Contains(errs, "--validation-smtp-probe") {
+		t.Errorf("--check-mailbox without probing: exit %d %q", code, errs)
+	}
+	vars["POSTLINE_VALIDATION_SMTP_PROBE"], vars["POSTLINE_VALIDATION_HELO"], vars["POSTLINE_VALIDATION_PROBE_ALLOW_PRIVATE"] = "true", "probe.postline.test", "true"
+	want := [][2]string{
+		{"ok@probe-corp.net", `"deliverability":"deliverable","deliverability_reasons":[]`},
+		{"gone@probe-corp.net", `"deliverability":"undeliverable","deliverability_reasons":["mailbox_not_found"]`},
+		{"full@probe-corp.net", `"deliverability":"risky","deliverability_reasons":["mailbox_full"]`},
+		{"grey@probe-corp.net", `"deliverability":"unknown","deliverability_reasons":["greylisted"]`},
+		{"anyone@all-corp.net", `"deliverability":"risky","deliverability_reasons":["catch_all"]`},
+		{"x@down-corp.net", `"deliverability":"unknown","deliverability_reasons":["smtp_unavailable"]`},
+		{"x@slow-corp.net", `"deliverability":"unknown","deliverability_reasons":["smtp_unavailable"]`},
+	}
+	args := []string{"validate", "--check-mailbox", "--concurrency", "1"}
+	for _, w := range want {
+		args = append(args, w[0])
+	}
+	code, out, errs := cliEnv(t, vars, args...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != len(want) {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w[0]) || !strings.Contains(lines[i], w[1]) {
+			t.Errorf("%s: %s, want %s", w[0], lines[i], w[1])
+		}
+	}
+	if code, _, errs := cliEnv(t, map[string]string{"POSTLINE_DATA_DIR": t.TempDir(), "POSTLINE_VALIDATION_SMTP_PROBE": "true"}, "validate", "x@probe-corp.net"); code != 2 || !strings.Contains(errs, "validation-helo") {
+		t.Errorf("probing without a HELO name: exit %d %q", code, errs)
 	}
 }

@@ -22,6 +22,8 @@ func commandTree() *cmd {
 		domainCommands(),
 		suppressionCommands(),
 		webhookCommands(),
+		templateCommands(),
+		messageCommands(),
 		{name: "validate", args: "[ADDRESS...]", summary: "validate addresses: JSON lines out, in input order; stdin when no address is given",
 			setup: setupValidate, maxArgs: -1},
 		{name: "cache", summary: "the validation cache", subs: []*cmd{

@@ -4,10 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/csv"
+	"encoding/json"
 	"fmt"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -165,4 +170,142 @@ func TestTwoProcessesDeliverEachMessageOnce(t *testing.T) {
 		t.Fatalf("%d unique, %d received; want each of %d exactly once", unique, total, n)
 	}
 	_ = context.Background
+}
+
+// A scheduled message survives kill -9 between its 202 and its time: the
+// restarted server sends it once, not before deliver_at.
+func TestScheduledSurvivesKill9(t *testing.T) {
+	t.Parallel()
+	rig := newDeliveryRig(t, map[string]string{"POSTLINE_DATA_DIR": t.TempDir()})
+	srv := startServe(t, rig.env())
+	at := time.Now().Add(3 * time.Second).UTC()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for k, v := range map[string]string{"from": "orders@shop.example.com", "to": "later@rcpt.example.net", "subject": "scheduled",
+		"text": "hello", "deliver_at": at.Format(time.RFC3339Nano)} {
+		mw.WriteField(k, v)
+	}
+	mw.Close()
+	req, _ := http.NewRequest("POST", "http://"+srv.addr+"/api/domains/shop.example.com/message", &buf)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.SetBasicAuth("alice", rig.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 202 {
+		t.Fatalf("scheduled send: %d", resp.StatusCode)
+	}
+	srv.cmd.Process.Signal(syscall.SIGKILL)
+	<-srv.done
+	again := startServe(t, rig.env())
+	defer again.stop(t)
+	if u, _ := rig.waitUnique(t, 1, 30*time.Second); u != 1 {
+		t.Fatal("the scheduled message was not sent after the restart")
+	}
+	if got := rig.sink.Messages()[0].ReceivedAt; got.Before(at) {
+		t.Errorf("sent at %s, before its deliver_at %s", got, at)
+	}
+	rig.enqueue(t, again, 0, 1, 1) // a later message: once it is in, the queue has been read again
+	if u, total := rig.waitUnique(t, 2, 30*time.Second); u != 2 || total != 2 {
+		t.Errorf("%d messages (%d distinct) at the sink, want the scheduled one once and the later one", total, u)
+	}
+}
+
+// A 10,000-line list-cleaning job survives kill -9 in its middle: the
+// restarted server finishes it, and the results have every line exactly
+// once, in input order.
+func TestValidationJobSurvivesKill9(t *testing.T) {
+	t.Parallel()
+	if testutil.PostgresURL() != "" {
+		t.Skip("the binary runs on SQLite here: once, in the SQLite pass")
+	}
+	rig := newDeliveryRig(t, map[string]string{"POSTLINE_DATA_DIR": t.TempDir(), "POSTLINE_RATE_VALIDATION_PER_HOUR": "1000000",
+		"POSTLINE_VALIDATION_JOB_LEASE": "2s"})
+	srv := startServe(t, rig.env())
+	n := 10_000
+	if v, err := strconv.Atoi(os.Getenv("POSTLINE_JOB_LINES")); err == nil && v >= 1000 { // the benchmark runs 100,000
+		n = v
+	}
+	started := time.Now()
+	var list strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&list, "user%05d@d%03d.acme-test.com\n", i, i%400)
+	}
+	call := func(s *server, method, path string, body io.Reader, ct string) (int, []byte) {
+		req, _ := http.NewRequest(method, "http://"+s.addr+path, body)
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		req.SetBasicAuth("alice", rig.key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	w, _ := mw.CreateFormFile("file", "list.txt")
+	io.WriteString(w, list.String())
+	mw.Close()
+	code, body := call(srv, "POST", "/api/email/validate/jobs", &buf, mw.FormDataContentType())
+	var created struct {
+		Data struct{ ID int64 } `json:"data"`
+	}
+	if code != 202 || json.Unmarshal(body, &created) != nil {
+		t.Fatalf("job: %d %s", code, body)
+	}
+	path := fmt.Sprintf("/api/email/validate/jobs/%d", created.Data.ID)
+	progress := func(s *server) (int, string) {
+		_, b := call(s, "GET", path, nil, "")
+		var j struct {
+			Data struct {
+				Done   int
+				Status string
+			} `json:"data"`
+		}
+		json.Unmarshal(b, &j)
+		return j.Data.Done, j.Data.Status
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		done, status := progress(srv)
+		if done > 0 && done < n-500 {
+			t.Logf("killed with %d of %d lines done", done, n)
+			break
+		}
+		if status == "done" || time.Now().After(deadline) {
+			t.Fatalf("the job was not caught in its middle: %d done, %s", done, status)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	srv.cmd.Process.Signal(syscall.SIGKILL)
+	<-srv.done
+	again := startServe(t, rig.env())
+	defer again.stop(t)
+	deadline = time.Now().Add(60*time.Second + time.Duration(n)*10*time.Millisecond)
+	for {
+		if _, status := progress(again); status == "done" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job did not finish after the restart")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("%d lines done %s after the upload, across kill -9 and a restart", n, time.Since(started).Round(time.Millisecond))
+	code, body = call(again, "GET", path+"/results", nil, "")
+	rows, err := csv.NewReader(bytes.NewReader(body)).ReadAll()
+	if code != 200 || err != nil || len(rows) != n+1 {
+		t.Fatalf("results: %d, %d rows, %v", code, len(rows), err)
+	}
+	for i, row := range rows[1:] {
+		if want := fmt.Sprintf("user%05d@d%03d.acme-test.com", i, i%400); row[0] != want || row[1] == "" {
+			t.Fatalf("row %d: %v, want %s with a result", i+1, row, want)
+		}
+	}
 }

@@ -180,19 +180,49 @@ func keyCommands() *cmd {
 
 func setupKeyCreate(fs *flag.FlagSet) runFunc {
 	name := fs.String("name", "", "a label for the key, e.g. the machine that uses it")
+	scopes := fs.String("scopes", "", "comma-separated scopes the key may use ("+strings.Join(account.AllScopes, ",")+"); default: all")
+	domains := fs.String("domains", "", "comma-separated domains the key may use; default: all of the account's")
+	expires := fs.String("expires", "", "when the key stops working: a duration from now (720h) or an RFC 3339 time; default: never")
 	return func(ctx context.Context, x *inv) error {
-		x.fields = map[string]string{"name": "--name"}
+		x.fields = map[string]string{"name": "--name", "scopes": "--scopes", "domains": "--domains", "expires_at": "--expires"}
+		o := account.KeyOptions{Name: *name}
+		var err error
+		if o.Scopes, err = account.ParseScopes(*scopes); err != nil {
+			return err
+		}
+		if o.Domains, err = account.ParseDomains(*domains); err != nil {
+			return err
+		}
+		if *expires != "" {
+			t, err := parseExpiry(*expires, time.Now())
+			if err != nil {
+				return err
+			}
+			o.ExpiresAt = &t
+		}
 		a, err := x.app(ctx)
 		if err != nil {
 			return err
 		}
-		key, _, err := a.Accounts.CreateKey(ctx, x.args[0], *name)
+		key, _, err := a.Accounts.CreateKeyWith(ctx, x.args[0], o)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(x.stdout, key) // alone on its line, for scripts
 		return nil
 	}
+}
+
+// parseExpiry reads --expires: a Go duration from now or an RFC 3339 time.
+func parseExpiry(v string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(v); err == nil {
+		return now.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return t, usagef("--expires must be a duration (720h) or an RFC 3339 time (2027-01-31T00:00:00Z), got %q", v)
+	}
+	return t, nil
 }
 
 func setupKeyList(*flag.FlagSet) runFunc {
@@ -206,16 +236,30 @@ func setupKeyList(*flag.FlagSet) runFunc {
 			return err
 		}
 		tw := tabwriter.NewWriter(x.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tCREATED\tLAST USED\tSTATUS")
+		fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tSCOPES\tDOMAINS\tCREATED\tLAST USED\tEXPIRES\tSTATUS")
 		for _, k := range keys {
 			used, status := "never", "active"
 			if k.LastUsedAt != nil {
 				used = k.LastUsedAt.Format(time.RFC3339)
 			}
+			sc, dom, exp := "all", "all", "never"
+			if k.Scopes != nil {
+				sc = strings.Join(k.Scopes, ",")
+			}
+			if k.Domains != nil {
+				dom = strings.Join(k.Domains, ",")
+			}
+			if k.ExpiresAt != nil {
+				exp = k.ExpiresAt.Format(time.RFC3339)
+				if !k.ExpiresAt.After(time.Now()) {
+					status = "expired"
+				}
+			}
 			if k.RevokedAt != nil {
 				status = "revoked"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s…\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, k.CreatedAt.Format(time.RFC3339), used, status)
+			fmt.Fprintf(tw, "%d\t%s\t%s…\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, sc, dom,
+				k.CreatedAt.Format(time.RFC3339), used, exp, status)
 		}
 		return tw.Flush()
 	}

@@ -28,6 +28,7 @@ func setupValidate(fs *flag.FlagSet) runFunc {
 	offline := fs.Bool("offline", false, "syntax and blocklist checks only: no DNS, no database")
 	refresh := fs.Bool("refresh", false, "ignore cached results: validate anew and replace them in the cache")
 	concurrency := fs.Int("concurrency", 16, "addresses validated at once, 1 to 256")
+	checkMailbox := fs.Bool("check-mailbox", false, "probe each mailbox at its MX (needs --validation-smtp-probe and --validation-helo)")
 	return func(ctx context.Context, x *inv) error {
 		if *concurrency < 1 || *concurrency > 256 {
 			return usagef("--concurrency must be 1 to 256, got %d", *concurrency)
@@ -39,6 +40,12 @@ func setupValidate(fs *flag.FlagSet) runFunc {
 		v, a, err := validatorFor(ctx, x, o)
 		if err != nil {
 			return err
+		}
+		if *checkMailbox {
+			if !v.Probing() {
+				return usagef("--check-mailbox needs mailbox probing: add --validation-smtp-probe and --validation-helo NAME (and no --offline)")
+			}
+			ctx = validation.WithMailboxCheck(ctx)
 		}
 		mode := validation.ModeStandard
 		if *strict {

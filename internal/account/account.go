@@ -41,6 +41,10 @@ type Key struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	// Scopes and Domains limit what the key may do; nil is everything.
+	Scopes    []string
+	Domains   []string
+	ExpiresAt *time.Time
 }
 
 // Principal is who a request acts as.
@@ -49,6 +53,9 @@ type Principal struct {
 	Login     string
 	KeyID     int64 // 0 when signed in with a password
 	Admin     bool
+	// Scopes and Domains are the key's limits (nil: none).
+	Scopes  []string
+	Domains []string
 }
 
 // Store is the storage the account service needs. Missing rows are
@@ -65,6 +72,7 @@ type Store interface {
 	RevokeKey(ctx context.Context, id int64, now time.Time) error
 	// KeyByHash returns the key with that hash and its account.
 	KeyByHash(ctx context.Context, hash string) (Key, Account, error)
+	KeyByID(ctx context.Context, id int64) (Key, error)
 	TouchKey(ctx context.Context, id int64, now time.Time) error
 	SetAdmin(ctx context.Context, id int64, admin bool) error
 	SetPasswordHash(ctx context.Context, id int64, hash string) error
@@ -101,6 +109,17 @@ const touchEvery = time.Minute
 // through this Service takes effect at once here, and within the TTL in
 // other processes.
 func (s *Service) Authenticate(ctx context.Context, login, key string) (Principal, error) {
+	return s.authenticate(ctx, &login, key)
+}
+
+// AuthenticateKey checks a key alone: the key names its account. It is
+// Mailgun's scheme (user "api", the key as password), as Authenticate.
+func (s *Service) AuthenticateKey(ctx context.Context, key string) (Principal, error) {
+	return s.authenticate(ctx, nil, key)
+}
+
+// authenticate checks key, and login when given.
+func (s *Service) authenticate(ctx context.Context, login *string, key string) (Principal, error) {
 	hash := hashKey(key)
 	now := s.now()
 	k, a, ok := s.keys.get(hash, now)
@@ -115,11 +134,14 @@ func (s *Service) Authenticate(ctx context.Context, login, key string) (Principa
 		}
 		s.keys.put(hash, k, a, now)
 	}
-	if subtle.ConstantTimeCompare([]byte(login), []byte(a.Login)) != 1 || k.RevokedAt != nil {
+	if (login != nil && subtle.ConstantTimeCompare([]byte(*login), []byte(a.Login)) != 1) || k.RevokedAt != nil {
 		return Principal{}, apperr.Errorf(apperr.Unauthorized, "Invalid credentials")
 	}
 	if a.DisabledAt != nil {
 		return Principal{}, apperr.Errorf(apperr.AuthMissing, "User authentication missing")
+	}
+	if k.ExpiresAt != nil && !now.Before(*k.ExpiresAt) {
+		return Principal{}, apperr.Errorf(apperr.Unauthorized, "Invalid credentials: this API key expired at %s", k.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= touchEvery {
 		if err := s.store.TouchKey(ctx, k.ID, now); err != nil {
@@ -127,7 +149,7 @@ func (s *Service) Authenticate(ctx context.Context, login, key string) (Principa
 		}
 		s.keys.touched(hash, now)
 	}
-	return Principal{AccountID: a.ID, Login: a.Login, KeyID: k.ID, Admin: a.Admin}, nil
+	return Principal{AccountID: a.ID, Login: a.Login, KeyID: k.ID, Admin: a.Admin, Scopes: k.Scopes, Domains: k.Domains}, nil
 }
 
 // SetAdmin marks an account as an operator, or not.
@@ -185,11 +207,26 @@ func (s *Service) EnableUser(ctx context.Context, login string) error {
 	return s.store.EnableAccount(ctx, a.ID)
 }
 
-// CreateKey makes a new key for login and returns the plain key, which is
-// not recoverable afterwards.
+// CreateKey makes a new key with every scope for login and returns the
+// plain key, which is not recoverable afterwards.
 func (s *Service) CreateKey(ctx context.Context, login, name string) (string, Key, error) {
-	if len(name) > 100 {
+	return s.CreateKeyWith(ctx, login, KeyOptions{Name: name})
+}
+
+// CreateKeyWith makes a key limited as o says (scopes and domains already
+// checked with CheckScopes and CheckDomains).
+func (s *Service) CreateKeyWith(ctx context.Context, login string, o KeyOptions) (string, Key, error) {
+	if len(o.Name) > 100 {
 		return "", Key{}, apperr.Field("name", "name must be at most 100 characters")
+	}
+	now := s.now()
+	if o.ExpiresAt != nil {
+		if !o.ExpiresAt.After(now) {
+			return "", Key{}, apperr.Field("expires_at", "expires_at must be in the future")
+		}
+		if o.ExpiresAt.Sub(now) > MaxKeyLifetime {
+			return "", Key{}, apperr.Field("expires_at", "expires_at must be at most 5 years ahead (leave it out for a key that does not expire)")
+		}
 	}
 	a, err := s.User(ctx, login)
 	if err != nil {
@@ -200,7 +237,8 @@ func (s *Service) CreateKey(ctx context.Context, login, name string) (string, Ke
 		return "", Key{}, err
 	}
 	plain := "pl_" + base64.RawURLEncoding.EncodeToString(buf)
-	k, err := s.store.CreateKey(ctx, Key{AccountID: a.ID, Name: name, Prefix: plain[:10], CreatedAt: s.now()}, hashKey(plain))
+	k := Key{AccountID: a.ID, Name: o.Name, Prefix: plain[:10], CreatedAt: now, Scopes: o.Scopes, Domains: o.Domains, ExpiresAt: o.ExpiresAt}
+	k, err = s.store.CreateKey(ctx, k, hashKey(plain))
 	return plain, k, err
 }
 
@@ -221,6 +259,19 @@ func (s *Service) RevokeKey(ctx context.Context, id int64) error {
 		return apperr.Errorf(apperr.NotFound, "key %d not found", id)
 	}
 	return err
+}
+
+// RevokeOwnKey revokes key id of the account; another account's key is
+// NotFound, as a missing one.
+func (s *Service) RevokeOwnKey(ctx context.Context, accountID, id int64) error {
+	k, err := s.store.KeyByID(ctx, id)
+	if apperr.CodeOf(err) == apperr.NotFound || (err == nil && k.AccountID != accountID) {
+		return apperr.Errorf(apperr.NotFound, "API key not found")
+	}
+	if err != nil {
+		return err
+	}
+	return s.RevokeKey(ctx, id)
 }
 
 // BootstrapLogin is the account created on first start.

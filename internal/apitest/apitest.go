@@ -38,6 +38,16 @@ type Env struct {
 // configuration before it starts.
 func Start(t testing.TB, d store.Dialect, edit func(*config.Config)) *Env {
 	t.Helper()
+	return StartWith(t, d, edit, app.Options{})
+}
+
+// StartWith is Start with app options (a clock, say); DKIM keys are
+// 1024-bit unless opts say otherwise.
+func StartWith(t testing.TB, d store.Dialect, edit func(*config.Config), opts app.Options) *Env {
+	t.Helper()
+	if opts.DKIMKeyBits == 0 {
+		opts.DKIMKeyBits = 1024
+	}
 	dns := dnstest.New(t)
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
@@ -55,7 +65,7 @@ func Start(t testing.TB, d store.Dialect, edit func(*config.Config)) *Env {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.Open(ctx, cfg, nil, app.Options{DKIMKeyBits: 1024})
+	a, err := app.Open(ctx, cfg, nil, opts)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

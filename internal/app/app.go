@@ -8,6 +8,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/postline/postline/internal/delivery"
+	"github.com/postline/postline/internal/templates"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +17,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,9 +64,16 @@ type App struct {
 	TrackingSigner tracking.Signer
 	// Inbound takes bounce reports by SMTP (serve only; nil when off).
 	Inbound *inbound.Server
+	// Templates keeps the domains' stored message templates.
+	Templates *templates.Service
 	// Webhooks manages webhook endpoints; the dispatcher posts to them (serve only).
 	Webhooks   *webhook.Service
 	dispatcher *webhook.Dispatcher
+	probeOnce  sync.Once
+	probes     *prometheus.CounterVec
+	// transport is delivery's, once sending is open: mailbox probes take
+	// its per-destination connection slots.
+	transport atomic.Pointer[delivery.Transport]
 	// Validator is the address validation pipeline.
 	Validator *validation.Validator
 	lists     *validation.FileLists
@@ -91,6 +102,9 @@ type Options struct {
 	// Command names the command that opens the app ("serve", "domain add"),
 	// for the record of where the secret key was first used.
 	Command string
+	// Now is the clock of sending (intake, the queue's due times, the
+	// worker); nil is time.Now. Tests move it to reach a scheduled time.
+	Now func() time.Time
 }
 
 // Open opens the database, applies migrations and builds the services.
@@ -163,6 +177,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	a.Limiter = ratelimit.New(counter, nil)
 	a.openValidationJobs()
 	a.openWebhooks(box)
+	a.Templates = templates.NewService(store.NewTemplates(db), nil)
 	if err := a.openTracking(key); err != nil {
 		return err
 	}
@@ -225,11 +240,14 @@ func (a *App) API() *httpapi.Server {
 		Sending:      a.Sending,
 		Tracking:     a.Tracking,
 		Webhooks:     a.Webhooks,
+		Templates:    a.Templates,
+		PublicURL:    a.Config.PublicURL,
 		Validator:    a.Validator,
 		Limiter:      a.Limiter,
 		Limits: httpapi.Limits{
 			ValidationPerHour: a.Config.RateValidationPerHour,
 			DomainPerMinute:   a.Config.RateDomainPerMinute,
+			ProbeBudget:       a.Config.ValidationProbeRequestBudget,
 		},
 		DB:       a.DB,
 		Logger:   a.Logger,
@@ -385,8 +403,21 @@ func (a *App) NewValidator(o ValidatorOptions) (*validation.Validator, error) {
 	cfg.Bounces = a.bounceHistory
 	if !o.Offline {
 		cfg.Resolver, cfg.Cache = a.Resolver, store.NewValidationCache(a.DB)
+		if cfg.Probe != nil {
+			cfg.Probe.Observe, cfg.Probe.Slots, cfg.Probe.Logger = a.probeMetric(), mxSlots{a}, a.Logger
+		}
 	}
 	return validation.New(cfg)
+}
+
+// probeConfig permits mailbox probes when the operator turned them on.
+func probeConfig(c config.Config) *validation.ProbeConfig {
+	if !c.ValidationSMTPProbe {
+		return nil
+	}
+	return &validation.ProbeConfig{Helo: c.ValidationHelo, MailFrom: c.ValidationMailFrom, Port: c.MXPort,
+		AllowPrivate: c.ValidationProbeAllowPrivate, Timeout: c.ValidationProbeTimeout, CacheTTL: c.ValidationProbeCacheTTL,
+		CatchAllTTL: c.ValidationCatchAllTTL}
 }
 
 // StandaloneValidator builds a pipeline from the settings alone, opening
@@ -414,5 +445,31 @@ func validatorConfig(cfg config.Config, lists *validation.FileLists, o Validator
 		Concurrency:       o.Concurrency,
 		Offline:           o.Offline,
 		Refresh:           o.Refresh,
+		Probe:             probeConfig(cfg),
 	}
+}
+
+// probeMetric counts mailbox probes by outcome
+// (postline_validation_probes_total); registered once per App.
+func (a *App) probeMetric() func(string) {
+	a.probeOnce.Do(func() {
+		a.probes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "postline_validation_probes_total",
+			Help: "Mailbox probes by outcome (accepted, rejected, full, greylisted, temporary, refused, unavailable, private)."},
+			[]string{"outcome"})
+		a.Registry.MustRegister(a.probes)
+	})
+	return func(outcome string) { a.probes.WithLabelValues(outcome).Inc() }
+}
+
+// mxSlots hands mailbox probes delivery's per-destination connection
+// slots (the validator is built before sending opens: the transport is
+// looked up when a probe needs it).
+type mxSlots struct{ a *App }
+
+func (m mxSlots) MXSlot(ctx context.Context, host string) (func(), error) {
+	t := m.a.transport.Load()
+	if t == nil {
+		return func() {}, nil
+	}
+	return t.MXSlot(ctx, host)
 }

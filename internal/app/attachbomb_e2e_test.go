@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"image"
 	"image/png"
@@ -60,8 +61,12 @@ func TestDecompressionBombKillsOnlyTheChild(t *testing.T) {
 	if resp.StatusCode != 202 {
 		t.Fatalf("next send: %d %s", resp.StatusCode, resp.Body)
 	}
-	msgs, err := e.sink.WaitForMessages(ctxTimeout(t, 15*time.Second), 1)
+	msgs, err := e.sink.WaitForMessages(ctxTimeout(t, 30*time.Second), 1)
 	if err != nil {
+		pg, _ := e.App.Events.List(context.Background(), event.Filter{DomainID: e.dom.ID, Recipient: "next@rcpt.example.net", Limit: 20})
+		for _, en := range pg.Entries {
+			t.Logf("next@: %s %s", en.Type, en.Details)
+		}
 		t.Fatal(err)
 	}
 	name, data := onlyAttachment(t, msgs[0].Data)

@@ -28,6 +28,8 @@ func (a *App) console() http.Handler {
 		Events:       a.Events,
 		Suppressions: a.Suppressions,
 		Webhooks:     a.Webhooks,
+		Templates:    a.Templates,
+		Sending:      a.Sending,
 		Queue:        sending.NewQueue(store.NewQueue(a.DB), nil),
 		Validator:    a.Validator,
 		Limiter:      a.Limiter,

@@ -264,6 +264,26 @@ func TestConsoleKeysAndSuppressions(t *testing.T) {
 	if r, page := b.do("POST", "/keys", url.Values{"csrf": {csrf}, "name": {strings.Repeat("n", 101)}}, nil); r.StatusCode != 422 || !strings.Contains(page, `class="error"`) {
 		t.Errorf("a 101-character key name: %d", r.StatusCode)
 	}
+	// A scoped key from the form: it sends nothing outside its scopes, and
+	// does not sign in to the console.
+	r, page = b.do("POST", "/keys", url.Values{"csrf": {csrf}, "name": {"validator"}, "scopes": {"validate"},
+		"domains": {"alice.example"}, "expires": {time.Now().AddDate(0, 1, 0).Format("2006-01-02")}}, nil)
+	scoped := regexp.MustCompile(`pl_[A-Za-z0-9_-]{40,}`).FindString(page)
+	if r.StatusCode != 201 || scoped == "" || !strings.Contains(page, "<td>validate</td><td>alice.example</td>") {
+		t.Fatalf("create a scoped key: %d\n%s", r.StatusCode, page)
+	}
+	sk := apitest.User{Login: "alice", Key: scoped}
+	if resp := env.Do(apitest.Request{Method: "GET", Path: "/api/domains", Auth: sk.Auth()}); resp.StatusCode != 403 {
+		t.Errorf("a validate key on the domains list: %d", resp.StatusCode)
+	}
+	if r, page := b.do("POST", "/keys", url.Values{"csrf": {csrf}, "scopes": {"everything"}}, nil); r.StatusCode != 422 || !strings.Contains(page, "unknown scope") {
+		t.Errorf("an unknown scope in the form: %d", r.StatusCode)
+	}
+	other := &browser{t: t, base: env.URL}
+	if r := other.signIn("alice", scoped, "/"); r.StatusCode != 403 || other.cookie != nil {
+		t.Errorf("console sign-in with a scoped key: %d, cookie %v", r.StatusCode, other.cookie)
+	}
+
 	bobKeys, _ := env.App.Accounts.Keys(context.Background(), "bob")
 	if r, _ := b.do("POST", fmt.Sprintf("/keys/%d/revoke", bobKeys[0].ID), url.Values{"csrf": {csrf}}, nil); r.StatusCode != 404 {
 		t.Errorf("revoking bob's key from alice's console: %d, want 404", r.StatusCode)
@@ -611,5 +631,57 @@ func TestConsoleMore(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 404 || strings.Contains(string(raw), "sign-in") || strings.Contains(string(raw), "Postline</title>") {
 		t.Errorf("the console on a tracking host: %d %s", resp.StatusCode, raw)
+	}
+}
+
+// TestConsoleTemplatesAndSchedule: a template created, previewed (a
+// script in a variable stays text on the page) and given a new version in
+// the console; a scheduled message's page shows it as scheduled and
+// cancels it; another account's templates are a 404 page.
+func TestConsoleTemplatesAndSchedule(t *testing.T) {
+	t.Parallel()
+	e := startSend(t, store.SQLite, false, nil)
+	bob := e.NewUser("bob")
+	e.NewDomain(bob, "bob.example.org")
+	b := &browser{t: t, base: e.URL}
+	b.signIn("alice", e.user.Key, "/")
+	_, page := b.do("GET", "/domains/shop.example.com/templates", nil, nil)
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+	r, _ := b.do("POST", "/domains/shop.example.com/templates", url.Values{"csrf": {csrf}, "name": {"welcome"},
+		"subject": {"Hi {{name}}"}, "text": {"Hello {{name}}"}, "html": {"<p>Hello {{name}}</p>"}}, nil)
+	if r.StatusCode != 303 || r.Header.Get("Location") != "/domains/shop.example.com/templates/welcome" {
+		t.Fatalf("create: %d %s", r.StatusCode, r.Header.Get("Location"))
+	}
+	if r, page := b.do("POST", "/domains/shop.example.com/templates", url.Values{"csrf": {csrf}, "name": {"broken"},
+		"subject": {"x"}, "text": {"{{#if a}}"}}, nil); r.StatusCode != 422 || !strings.Contains(page, "does not parse") {
+		t.Errorf("a template that does not parse: %d", r.StatusCode)
+	}
+	r, page = b.do("POST", "/domains/shop.example.com/templates/welcome/preview?version=1", url.Values{"csrf": {csrf},
+		"variables": {`{"name": "<script>alert(1)</script>"}`}}, nil)
+	if r.StatusCode != 200 || strings.Contains(page, "<script>alert") || !strings.Contains(page, "&amp;lt;script&amp;gt;") {
+		t.Errorf("preview: %d\n%s", r.StatusCode, page)
+	}
+	if r, _ := b.do("POST", "/domains/shop.example.com/templates/welcome", url.Values{"csrf": {csrf}, "subject": {"Welcome {{name}}"},
+		"text": {"Welcome {{name}}"}}, nil); r.StatusCode != 303 {
+		t.Fatalf("new version: %d", r.StatusCode)
+	}
+	if _, page := b.do("GET", "/domains/shop.example.com/templates", nil, nil); !strings.Contains(page, "2 of 2") {
+		t.Errorf("the list does not show version 2 of 2:\n%s", page)
+	}
+	if r, _ := b.do("GET", "/domains/bob.example.org/templates", nil, nil); r.StatusCode != 404 {
+		t.Errorf("bob's templates: %d", r.StatusCode)
+	}
+
+	resp := e.send(t, append(basicParts("later@rcpt.example.net"), part{name: "deliver_at", value: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}), nil)
+	id := resp.JSON["data"].(map[string]any)["message_ids"].([]any)[0].(string)
+	_, page = b.do("GET", "/domains/shop.example.com/messages/"+id, nil, nil)
+	if !strings.Contains(page, "<td>scheduled</td>") || !strings.Contains(page, "Cancel what is not sent yet") {
+		t.Fatalf("the scheduled message's page:\n%s", page)
+	}
+	if r, _ := b.do("POST", "/domains/shop.example.com/messages/"+id+"/cancel", url.Values{"csrf": {csrf}}, nil); r.StatusCode != 303 {
+		t.Fatalf("cancel: %d", r.StatusCode)
+	}
+	if _, page = b.do("GET", "/domains/shop.example.com/messages/"+id, nil, nil); !strings.Contains(page, "<td>cancelled</td>") || strings.Contains(page, "Cancel what") {
+		t.Errorf("after cancel:\n%s", page)
 	}
 }

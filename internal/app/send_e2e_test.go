@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/postline/postline/internal/app"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -33,19 +34,24 @@ type sendEnv struct {
 
 func startSend(t *testing.T, d store.Dialect, relay bool, edit func(*config.Config)) *sendEnv {
 	t.Helper()
+	return startSendWith(t, d, relay, edit, app.Options{})
+}
+
+func startSendWith(t *testing.T, d store.Dialect, relay bool, edit func(*config.Config), opts app.Options) *sendEnv {
+	t.Helper()
 	sinkCfg := smtptest.Config{}
 	if relay {
 		sinkCfg.Auth = &smtptest.Credentials{User: "relayuser", Password: "relaypass"}
 	}
 	sink := smtptest.New(t, sinkCfg)
-	env := apitest.Start(t, d, func(c *config.Config) {
+	env := apitest.StartWith(t, d, func(c *config.Config) {
 		c.MXPort = sink.Port()
 		c.RetrySchedule = []time.Duration{300 * time.Millisecond}
 		c.DeliveryLease = 5 * time.Second
 		if edit != nil {
 			edit(c)
 		}
-	})
+	}, opts)
 	for _, rd := range []string{"rcpt.example.net", "other-rcpt.net"} {
 		env.DNS.AddMX(rd, 10, "mx."+rd)
 		env.DNS.AddA("mx."+rd, "127.0.0.1")

@@ -30,6 +30,7 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 		return err
 	}
 	a.closers = append(a.closers, t.Close)
+	a.transport.Store(t)
 	st := store.NewSending(a.DB)
 	a.Worker = sending.NewWorker(sending.WorkerConfig{
 		Concurrency: cfg.DeliveryWorkers,
@@ -43,8 +44,10 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 		Sealer:      box,
 		Metrics:     sending.NewMetrics(a.Registry),
 		Process:     a.attachProcessor(),
+		Now:         a.opts.Now,
 	}, st, a.Events, a.Domains, a.Suppressions, t, a.Limiter)
-	a.Sending = sending.NewService(st, a.Events, a.Suppressions, sending.Config{Sealer: box}, a.Worker.Wake)
+	a.Sending = sending.NewService(st, a.Events, a.Suppressions, sending.Config{Sealer: box, Now: a.opts.Now,
+		Templates: a.Templates, MaxSchedule: cfg.ScheduleMaxAhead}, a.Worker.Wake)
 	return nil
 }
 

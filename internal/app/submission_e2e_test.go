@@ -4,16 +4,19 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/smtp"
 	"net/textproto"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/emersion/go-msgauth/dkim"
 
+	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apitest"
 	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/event"
@@ -228,6 +231,14 @@ func TestSubmissionEndToEnd(t *testing.T) {
 func TestSubmissionAuthLimits(t *testing.T) {
 	t.Parallel()
 	e := startSubmission(t, store.SQLite, func(c *config.Config) { c.AuthAttemptsPerLogin = 3 })
+	// A key without the send scope cannot submit, whatever its other scopes.
+	readOnly, _, err := e.App.Accounts.CreateKeyWith(context.Background(), "alice", account.KeyOptions{Scopes: []string{account.ScopeLogRead}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dialSubmission(t, e, false, smtp.PlainAuth("", "alice", readOnly, "127.0.0.1")); replyCode(err) != 535 || !strings.Contains(err.Error(), "send") {
+		t.Errorf("AUTH with a log:read key: %v, want 535 naming the send scope", err)
+	}
 	for i := 0; i < 3; i++ {
 		if _, err := dialSubmission(t, e, false, smtp.PlainAuth("", "alice", "pl_wrong", "127.0.0.1")); replyCode(err) != 535 {
 			t.Fatalf("failure %d: %v, want 535", i+1, err)
@@ -331,5 +342,87 @@ func TestSubmissionLimits(t *testing.T) {
 	}
 	if err := c.Rcpt("one-too-many@rcpt.example.net"); replyCode(err) != 452 {
 		t.Errorf("RCPT 1001: %v, want 452", err)
+	}
+}
+
+// TestSubmissionTemplateAndSchedule: X-Postline-Template and
+// X-Postline-Variables make a submitted message a template send (rendered,
+// escaped in HTML, the headers gone); X-Postline-Deliver-At holds a raw
+// message in the queue as scheduled; a bad time is refused naming it.
+func TestSubmissionTemplateAndSchedule(t *testing.T) {
+	t.Parallel()
+	e := startSubmission(t, store.SQLite, nil)
+	resp := e.Do(apitest.Request{Method: "POST", Path: "/api/domains/shop.example.com/templates", Auth: e.user.Auth(),
+		Body: map[string]any{"name": "receipt", "subject": "Receipt for {{name}}", "text": "Thanks {{name}}", "html": "<p>Thanks {{name}}</p>"}})
+	if resp.StatusCode != 201 {
+		t.Fatalf("template: %d %s", resp.StatusCode, resp.Body)
+	}
+	c, err := dialSubmission(t, e, false, smtp.PlainAuth("", "alice", e.user.Key, "127.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := "From: Shop <orders@shop.example.com>\r\nTo: ann@rcpt.example.net\r\nSubject: ignored\r\n" +
+		"X-Postline-Template: receipt\r\nX-Postline-Variables: {\"name\": \"<i>Ann</i>\"}\r\n\r\nignored body\r\n"
+	if err := submit(c, "orders@shop.example.com", []string{"ann@rcpt.example.net"}, msg); err != nil {
+		t.Fatalf("template submission: %v", err)
+	}
+	got := e.lastMessage(t, 1)
+	if got.text != "Thanks <i>Ann</i>" || got.html != "<p>Thanks &lt;i&gt;Ann&lt;/i&gt;</p>" || subjectOf(t, got.raw) != "Receipt for <i>Ann</i>" {
+		t.Errorf("rendered: text %q html %q subject %q", got.text, got.html, subjectOf(t, got.raw))
+	}
+	if strings.Contains(string(got.raw), "X-Postline") || strings.Contains(string(got.raw), "ignored") {
+		t.Errorf("the submitted headers or body leaked:\n%s", got.raw)
+	}
+
+	at := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	if err := submit(c, "orders@shop.example.com", []string{"later@rcpt.example.net"},
+		submittedMessage("orders@shop.example.com", "later@rcpt.example.net", "Message-ID: <later-1@shop.example.com>\r\nX-Postline-Deliver-At: "+at+"\r\n")); err != nil {
+		t.Fatalf("scheduled submission: %v", err)
+	}
+	m := e.Do(apitest.Request{Method: "GET", Path: "/api/domains/shop.example.com/messages/later-1@shop.example.com", Auth: e.user.Auth()})
+	if m.StatusCode != 200 || m.JSON["data"].(map[string]any)["recipients"].([]any)[0].(map[string]any)["state"] != "scheduled" {
+		t.Errorf("the scheduled submission: %d %s", m.StatusCode, m.Body)
+	}
+	err = submit(c, "orders@shop.example.com", []string{"x@rcpt.example.net"},
+		submittedMessage("orders@shop.example.com", "x@rcpt.example.net", "X-Postline-Deliver-At: soon\r\n"))
+	if replyCode(err) != 554 || !strings.Contains(err.Error(), "deliver_at") {
+		t.Errorf("a bad X-Postline-Deliver-At: %v", err)
+	}
+}
+
+// TestSubmissionThroughNodemailer: nodemailer (npm, pinned in testdata/js)
+// submits over STARTTLS with AUTH; the message arrives with its HTML,
+// attachment and tag.
+func TestSubmissionThroughNodemailer(t *testing.T) {
+	t.Parallel()
+	node, dir := jsLib(t, "nodemailer")
+	e := startSubmission(t, store.SQLite, nil)
+	host, port, _ := strings.Cut(e.App.Submission.Addr(false), ":")
+	cmd := exec.Command(node, "nodemailer-send.js", host, port, "alice", e.user.Key, "node@rcpt.example.net")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("nodemailer: %v\n%s", err, out)
+	}
+	var info struct {
+		MessageID string   `json:"messageId"`
+		Accepted  []string `json:"accepted"`
+	}
+	if json.Unmarshal(out, &info) != nil || len(info.Accepted) != 1 {
+		t.Fatalf("nodemailer: %s", out)
+	}
+	msgs, err := e.sink.WaitForMessages(ctxTimeout(t, 15*time.Second), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := string(msgs[0].Data)
+	if !strings.Contains(raw, "Hello from <b>nodemailer</b>") || !strings.Contains(raw, `filename=note.txt`) && !strings.Contains(raw, `filename="note.txt"`) {
+		t.Errorf("delivered:\n%s", raw)
+	}
+	if got := readReceivedHeader(t, msgs[0], "Message-ID"); got != info.MessageID {
+		t.Errorf("Message-ID %q, nodemailer's %q", got, info.MessageID)
+	}
+	if entries := e.entries(t, "node@rcpt.example.net", event.Queued); len(entries) != 1 || entries[0].Tags != "nodemailer" {
+		t.Errorf("log: %+v", entries)
 	}
 }

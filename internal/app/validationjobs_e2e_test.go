@@ -101,7 +101,7 @@ func TestValidationJobs(t *testing.T) {
 		}
 		rows, err := csv.NewReader(r.Body).ReadAll()
 		r.Body.Close()
-		if err != nil || len(rows) != 1001 || strings.Join(rows[0], ",") != "email,status,reason,error,warnings,spamtrap_score,suggestion" {
+		if err != nil || len(rows) != 1001 || strings.Join(rows[0], ",") != "email,status,reason,error,warnings,spamtrap_score,suggestion,deliverability,deliverability_reasons" {
 			t.Fatalf("CSV results: %d rows, %v", len(rows), err)
 		}
 		for i, row := range rows[1:] {

@@ -267,20 +267,7 @@ func TestWebhookLimitHoldsUnderConcurrentCreates(t *testing.T) {
 // Node), not with the project's own signer.
 func TestStandardWebhooksVerify(t *testing.T) {
 	t.Parallel()
-	if os.Getenv("POSTLINE_TEST_DATABASE_URL") != "" {
-		t.Skip("client libraries run once, in the SQLite pass")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not installed")
-	}
-	lib := filepath.Join("..", "..", "testdata", "js")
-	if _, err := os.Stat(filepath.Join(lib, "node_modules", "standardwebhooks")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("testdata/js/node_modules is missing (.ci/run runs npm ci there)")
-		}
-		t.Skip("run npm ci in testdata/js to drive the standardwebhooks library")
-	}
+	node, lib := jsLib(t, "standardwebhooks")
 	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.WebhookAllowPrivate = true })
 	got := make(chan *http.Request, 1)
 	bodies := make(chan []byte, 1)

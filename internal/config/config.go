@@ -84,6 +84,22 @@ type Config struct {
 	AttachTimeout   time.Duration
 
 	DomainClaimTTL time.Duration // how long an unverified domain claim lasts
+	// ScheduleMaxAhead bounds a send's deliver_at.
+	ScheduleMaxAhead time.Duration
+	// Mailbox probes (--validation-smtp-probe): off unless set; a probe
+	// runs only for requests with check_mailbox.
+	ValidationSMTPProbe         bool
+	ValidationHelo              string
+	ValidationMailFrom          string
+	ValidationProbeAllowPrivate bool
+	ValidationProbeTimeout      time.Duration // one address's probe, all its MX hosts
+	// ValidationJobLease is how long a process holds a list-cleaning job
+	// for one batch: a job whose process died goes on elsewhere after it.
+	ValidationJobLease      time.Duration
+	ValidationProbeCacheTTL time.Duration // how long a definitive probe finding is reused
+	ValidationCatchAllTTL   time.Duration // how long a domain's catch-all finding is reused
+	// ValidationProbeRequestBudget bounds all the probes of one API request.
+	ValidationProbeRequestBudget time.Duration
 	// TrackingPerAddressPerMinute is how many opens, clicks and
 	// unsubscribes one client address may record a minute; past it the
 	// tracking endpoints still answer but record nothing.
@@ -151,21 +167,27 @@ func Default() Config {
 		SMTPMaxBytes:          10 << 20,
 		RetrySchedule: []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute,
 			time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour},
-		MaxMessageAge:      24 * time.Hour,
-		DeliveryWorkers:    8,
-		DeliveryLease:      2 * time.Minute,
-		ValidationCacheTTL: 7 * 24 * time.Hour,
-		SpamtrapThreshold:  0.5,
-		SPFRecord:          "v=spf1 a mx ~all",
-		LogFormat:          "text",
-		LogLevel:           "info",
-		ShutdownTimeout:    15 * time.Second,
-		LogRetention:       30 * 24 * time.Hour,
-		DomainClaimTTL:     72 * time.Hour,
-		AttachIsolation:    true,
-		Console:            true,
-		ConsoleIdleTimeout: 12 * time.Hour,
-		SubmissionMaxBytes: 35 << 20,
+		MaxMessageAge:                24 * time.Hour,
+		DeliveryWorkers:              8,
+		DeliveryLease:                2 * time.Minute,
+		ValidationCacheTTL:           7 * 24 * time.Hour,
+		SpamtrapThreshold:            0.5,
+		SPFRecord:                    "v=spf1 a mx ~all",
+		LogFormat:                    "text",
+		LogLevel:                     "info",
+		ShutdownTimeout:              15 * time.Second,
+		LogRetention:                 30 * 24 * time.Hour,
+		DomainClaimTTL:               72 * time.Hour,
+		ScheduleMaxAhead:             7 * 24 * time.Hour,
+		ValidationProbeTimeout:       15 * time.Second,
+		ValidationJobLease:           2 * time.Minute,
+		ValidationProbeCacheTTL:      24 * time.Hour,
+		ValidationCatchAllTTL:        24 * time.Hour,
+		ValidationProbeRequestBudget: time.Minute,
+		AttachIsolation:              true,
+		Console:                      true,
+		ConsoleIdleTimeout:           12 * time.Hour,
+		SubmissionMaxBytes:           35 << 20,
 
 		AuthAttemptsPerLogin:   10,
 		AuthAttemptsPerAddress: 50,
@@ -320,6 +342,27 @@ func (c Config) Validate() error {
 	}
 	if c.AttachTimeout < time.Second {
 		bad("attach-timeout", "must be at least 1s, got %s", c.AttachTimeout)
+	}
+	if c.ValidationSMTPProbe && strings.TrimSpace(c.ValidationHelo) == "" {
+		bad("validation-helo", "is required with --validation-smtp-probe: the name probes say EHLO with (a name whose A record points at this server)")
+	}
+	if c.ValidationProbeTimeout < 100*time.Millisecond || c.ValidationProbeTimeout > 5*time.Minute {
+		bad("validation-probe-timeout", "must be between 100ms and 5m, got %s", c.ValidationProbeTimeout)
+	}
+	if c.ValidationJobLease < time.Second {
+		bad("validation-job-lease", "must be at least 1s, got %s", c.ValidationJobLease)
+	}
+	if c.ValidationProbeCacheTTL < time.Minute {
+		bad("validation-probe-cache-ttl", "must be at least 1m, got %s", c.ValidationProbeCacheTTL)
+	}
+	if c.ValidationProbeRequestBudget < 100*time.Millisecond || c.ValidationProbeRequestBudget > 10*time.Minute {
+		bad("validation-probe-request-budget", "must be between 100ms and 10m, got %s", c.ValidationProbeRequestBudget)
+	}
+	if c.ValidationCatchAllTTL < time.Minute {
+		bad("validation-catch-all-ttl", "must be at least 1m, got %s", c.ValidationCatchAllTTL)
+	}
+	if c.ScheduleMaxAhead < time.Minute || c.ScheduleMaxAhead > 366*24*time.Hour {
+		bad("schedule-max-ahead", "must be between 1m and 366d, got %s", c.ScheduleMaxAhead)
 	}
 	if c.DomainClaimTTL < time.Hour {
 		bad("domain-claim-ttl", "must be at least 1h, got %s", c.DomainClaimTTL)

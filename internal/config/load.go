@@ -93,6 +93,39 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 		}
 		return err
 	})
+	fs.BoolVar(&cfg.ValidationSMTPProbe, "validation-smtp-probe", false,
+		"permit mailbox probes (RCPT TO at the address's MX, never DATA) for validation requests with check_mailbox; needs outbound port 25 and --validation-helo")
+	fs.StringVar(&cfg.ValidationHelo, "validation-helo", "", "the EHLO name of mailbox probes (required with --validation-smtp-probe)")
+	fs.StringVar(&cfg.ValidationMailFrom, "validation-mail-from", "", "the MAIL FROM of mailbox probes (default postmaster@ the --validation-helo name)")
+	fs.BoolVar(&cfg.ValidationProbeAllowPrivate, "validation-probe-allow-private", false,
+		"probe MX hosts at loopback or private addresses (tests); otherwise such a domain is undeliverable, not probed")
+	fs.DurationVar(&cfg.ValidationProbeTimeout, "validation-probe-timeout", cfg.ValidationProbeTimeout,
+		"how long one address's mailbox probe may take, all its MX hosts together (then smtp_unavailable)")
+	fs.DurationVar(&cfg.ValidationProbeRequestBudget, "validation-probe-request-budget", cfg.ValidationProbeRequestBudget,
+		"how long all the mailbox probes of one API request may take together (probes past it answer smtp_unavailable)")
+	fs.DurationVar(&cfg.ValidationJobLease, "validation-job-lease", cfg.ValidationJobLease,
+		"how long a process holds a list-cleaning job for one batch; a job whose process died goes on elsewhere after it")
+	fs.Func("validation-catch-all-ttl", "how long a domain found to accept every address is remembered, e.g. 24h or 7d (default 24h)", func(s string) error {
+		d, err := parseDays(s)
+		if err == nil {
+			cfg.ValidationCatchAllTTL = d
+		}
+		return err
+	})
+	fs.Func("validation-probe-cache-ttl", "how long a definitive probe finding (accepted, rejected, full) is reused, e.g. 24h or 1d (default 24h)", func(s string) error {
+		d, err := parseDays(s)
+		if err == nil {
+			cfg.ValidationProbeCacheTTL = d
+		}
+		return err
+	})
+	fs.Func("schedule-max-ahead", "how far ahead a send's deliver_at may be, e.g. 168h or 7d (default 7d)", func(s string) error {
+		d, err := parseDays(s)
+		if err == nil {
+			cfg.ScheduleMaxAhead = d
+		}
+		return err
+	})
 	fs.IntVar(&cfg.TrackingPerAddressPerMinute, "tracking-per-address-per-minute", cfg.TrackingPerAddressPerMinute,
 		"opens, clicks and unsubscribes one client address may record a minute; past it tracking answers but records nothing")
 	fs.BoolVar(&cfg.ValidationSharedHistory, "validation-shared-history", false,

@@ -17,6 +17,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"github.com/postline/postline/internal/templates"
 	"html/template"
 	"io"
 	"io/fs"
@@ -62,6 +63,8 @@ type Deps struct {
 	// Suppressions is the domains' lists.
 	Suppressions *suppression.Service
 	Webhooks     *webhook.Service
+	Templates    *templates.Service
+	Sending      *sending.Service // a message's state, cancelling
 	Queue        *sending.Queue
 	Validator    *validation.Validator
 	Limiter      *ratelimit.Limiter
@@ -105,9 +108,13 @@ func New(cfg Config, deps Deps) (*Console, error) {
 	if err := c.loadAssets(); err != nil {
 		return nil, err
 	}
-	funcs := template.FuncMap{"css": func() string { return c.css }, "js": func() string { return c.js }, "iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) }}
-	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks", "admin", "validation", "job"} {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+	funcs := template.FuncMap{"css": func() string { return c.css }, "js": func() string { return c.js }, "iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) }, "join": strings.Join, "inc": func(n int) int { return n + 1 }}
+	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks", "admin", "validation", "job", "templates", "template"} {
+		files := []string{"templates/layout.html", "templates/" + name + ".html"}
+		if name == "templates" || name == "template" {
+			files = append(files, "templates/templatefields.html")
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, files...)
 		if err != nil {
 			return nil, err
 		}

@@ -26,7 +26,7 @@ func (c *Console) uploadList(w http.ResponseWriter, r *http.Request, s *account.
 	emails, err := c.deps.ReadList(f, validation.MaxJobLines)
 	if err == nil {
 		var j validation.Job
-		if j, err = c.deps.Jobs.Create(r.Context(), s.AccountID, emails); err == nil {
+		if j, err = c.deps.Jobs.Create(r.Context(), s.AccountID, emails, false); err == nil {
 			http.Redirect(w, r, "/validation/jobs/"+strconv.FormatInt(j.ID, 10), http.StatusSeeOther)
 			return nil
 		}

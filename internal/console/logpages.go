@@ -107,7 +107,13 @@ func (c *Console) chainPage(w http.ResponseWriter, r *http.Request, s *account.S
 	for i, j := 0, len(entries)-1; i < j; i, j = i+1, j-1 { // oldest first
 		entries[i], entries[j] = entries[j], entries[i]
 	}
+	states, deliverAt := c.messageStates(r, d, id)
+	cancellable := false
+	for _, st := range states {
+		cancellable = cancellable || st.Cancellable
+	}
 	c.render(w, http.StatusOK, "chain", view{Title: "Message " + id, Session: s,
-		Data: map[string]any{"Domain": d, "MessageID": id, "Entries": entries}})
+		Data: map[string]any{"Domain": d, "MessageID": id, "Entries": entries, "States": states, "DeliverAt": deliverAt,
+			"Cancellable": cancellable}})
 	return nil
 }

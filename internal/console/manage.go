@@ -24,12 +24,12 @@ func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, s *account.
 	if err != nil {
 		return err
 	}
-	c.render(w, status, "keys", view{Title: "API keys", Session: s, Data: map[string]any{"Keys": keys, "Created": created, "Errors": fieldErr}})
+	c.render(w, status, "keys", view{Title: "API keys", Session: s, Data: map[string]any{"Keys": keys, "Created": created, "Errors": fieldErr, "AllScopes": account.AllScopes}})
 	return nil
 }
 
 func (c *Console) createKey(w http.ResponseWriter, r *http.Request, s *account.Session) error {
-	plain, _, err := c.deps.Accounts.CreateKey(r.Context(), s.Login, strings.TrimSpace(r.PostFormValue("name")))
+	plain, err := c.createKeyFromForm(r, s)
 	if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
 		return c.renderKeys(w, r, s, http.StatusUnprocessableEntity, "", e.Fields)
 	}
@@ -207,4 +207,29 @@ func (c *Console) setPassword(w http.ResponseWriter, r *http.Request, s *account
 	}
 	http.Redirect(w, r, "/keys?password=set", http.StatusSeeOther)
 	return nil
+}
+
+// createKeyFromForm reads the key form: ticked scopes, a domain list and
+// an expiry date (the end of that day, UTC).
+func (c *Console) createKeyFromForm(r *http.Request, s *account.Session) (string, error) {
+	o := account.KeyOptions{Name: strings.TrimSpace(r.PostFormValue("name"))}
+	var err error
+	if ticked := r.PostForm["scopes"]; len(ticked) > 0 {
+		if o.Scopes, err = account.CheckScopes(ticked); err != nil {
+			return "", err
+		}
+	}
+	if o.Domains, err = account.ParseDomains(r.PostFormValue("domains")); err != nil {
+		return "", err
+	}
+	if v := strings.TrimSpace(r.PostFormValue("expires")); v != "" {
+		day, err := time.Parse("2006-01-02", v)
+		if err != nil {
+			return "", apperr.Field("expires_at", "expires must be a date (YYYY-MM-DD)")
+		}
+		end := day.Add(24*time.Hour - time.Millisecond)
+		o.ExpiresAt = &end
+	}
+	plain, _, err := c.deps.Accounts.CreateKeyWith(r.Context(), s.Login, o)
+	return plain, err
 }

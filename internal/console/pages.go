@@ -98,6 +98,11 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		again(http.StatusInternalServerError, "Signing in failed on the server; try again.")
 		return
 	}
+	if !p.Full() {
+		// The console offers every page; a limited key stays an API key.
+		again(http.StatusForbidden, "This API key is limited to some scopes or domains; sign in with a key that has every scope, or with the password.")
+		return
+	}
 	token, _, err := c.deps.Sessions.Start(ctx, p)
 	if err != nil {
 		c.cfg.Logger.Error("console: starting a session", "error", err)

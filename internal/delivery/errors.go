@@ -209,3 +209,41 @@ func (e *Error) RecipientRejected() bool {
 	}
 	return false
 }
+
+// ClassifyAt is Classify for an error at a stage of a session this
+// package did not run itself (the validator's mailbox probe), so that
+// RecipientRejected and the other classes read it as they read a
+// delivery's.
+func ClassifyAt(err error, stage, host string) *Error {
+	if err == nil {
+		return nil
+	}
+	return classify(err, stage, host)
+}
+
+// Greylisted reports a temporary refusal that asks the client to come back
+// later (greylisting): 4.7.1, or 450/451 whose text says grey- or
+// greylist.
+func (e *Error) Greylisted() bool {
+	if e == nil || !e.Temporary || e.Code == 0 {
+		return false
+	}
+	msg := strings.ToLower(e.Message)
+	return e.Enhanced == "4.7.1" || ((e.Code == 450 || e.Code == 451) &&
+		(strings.Contains(msg, "greylist") || strings.Contains(msg, "graylist") || strings.Contains(msg, "grey-list")))
+}
+
+// MailboxFull reports a recipient over its quota: 452 or 552 with 4.2.2 or
+// 5.2.2 (or no enhanced code).
+func (e *Error) MailboxFull() bool {
+	if e == nil {
+		return false
+	}
+	switch e.Enhanced {
+	case "4.2.2", "5.2.2":
+		return true
+	case "":
+		return e.Code == 452 || e.Code == 552
+	}
+	return false
+}

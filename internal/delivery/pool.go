@@ -17,6 +17,11 @@ type dest struct {
 // reserved for the caller to dial into (give it back with release if the
 // dial fails). It waits while the destination is at MaxConnsPerDest.
 func (t *Transport) acquire(ctx context.Context, key string) (*session, error) {
+	return t.take(ctx, key, true)
+}
+
+// take is acquire; with idleOK false it only reserves a slot.
+func (t *Transport) take(ctx context.Context, key string, idleOK bool) (*session, error) {
 	for {
 		t.mu.Lock()
 		if t.closed {
@@ -28,7 +33,7 @@ func (t *Transport) acquire(ctx context.Context, key string) (*session, error) {
 			d = &dest{wake: make(chan struct{})}
 			t.dests[key] = d
 		}
-		if n := len(d.idle); n > 0 {
+		if n := len(d.idle); idleOK && n > 0 {
 			s := d.idle[n-1]
 			d.idle[n-1] = nil
 			d.idle = d.idle[:n-1]
@@ -118,4 +123,17 @@ func (t *Transport) wakeLocked(key string, d *dest) {
 	if d.open <= 0 && len(d.idle) == 0 {
 		delete(t.dests, key)
 	}
+}
+
+// MXSlot reserves one of the connections to the MX host (on the MX port)
+// that delivery counts against MaxConnsPerDest, for another conversation
+// with the same server (the validator's mailbox probe), so that the two
+// together never open more connections to a server than delivery's bound.
+// It waits while the destination is full; release gives the slot back.
+func (t *Transport) MXSlot(ctx context.Context, host string) (release func(), err error) {
+	key := mxKey(host, t.cfg.MXPort)
+	if _, err := t.take(ctx, key, false); err != nil {
+		return nil, err
+	}
+	return func() { t.release(key) }, nil
 }

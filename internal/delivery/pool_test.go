@@ -179,3 +179,43 @@ func TestClose(t *testing.T) {
 		t.Errorf("Send after Close: %v, want temporary ErrClosed", err)
 	}
 }
+
+// A probe's MXSlot counts against the host's connection bound like a
+// delivery's connection: with the bound taken, another waits until one
+// is released.
+func TestMXSlotSharesTheBound(t *testing.T) {
+	t.Parallel()
+	f := setup(t, smtptest.Config{}, func(c *delivery.Config) { c.MaxConnsPerDest = 2 })
+	var releases []func()
+	for i := 0; i < 2; i++ {
+		r, err := f.tr.MXSlot(context.Background(), "mx.example.net")
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases = append(releases, r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := f.tr.MXSlot(ctx, "mx.example.net"); err == nil {
+		t.Fatal("a third slot past a bound of 2")
+	}
+	if r, err := f.tr.MXSlot(context.Background(), "mx.other.example"); err != nil {
+		t.Fatalf("another host is not bounded by this one: %v", err)
+	} else {
+		r()
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := f.tr.MXSlot(context.Background(), "mx.example.net")
+		got <- err
+	}()
+	releases[0]()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a released slot was not handed to the waiting probe")
+	}
+}

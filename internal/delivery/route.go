@@ -67,7 +67,7 @@ func (t *Transport) sendDirect(ctx context.Context, env Envelope, msg []byte) (R
 	var firstTemp, last *Error
 	for _, h := range hosts {
 		tg := target{host: h, port: t.cfg.MXPort, mx: true,
-			key: "mx\x00" + net.JoinHostPort(h, strconv.Itoa(t.cfg.MXPort))}
+			key: mxKey(h, t.cfg.MXPort)}
 		if ip, err := netip.ParseAddr(h); err == nil {
 			tg.addrs = []netip.Addr{ip.Unmap()} // an MX naming an IP, against RFC 5321 but seen
 		}
@@ -152,4 +152,9 @@ func configError(format string, args ...any) *Error {
 func isIP(s string) bool {
 	_, err := netip.ParseAddr(s)
 	return err == nil
+}
+
+// mxKey is the pool key of an MX host's connections.
+func mxKey(host string, port int) string {
+	return "mx\x00" + net.JoinHostPort(host, strconv.Itoa(port))
 }

@@ -158,12 +158,24 @@ func (t *Transport) newClient(nc net.Conn) *smtp.Client {
 // nothing is buffered), upgrades it and returns a client on the TLS
 // connection that has said EHLO again (RFC 3207 §4.2).
 func (t *Transport) startTLS(ctx context.Context, dc *deadlineConn, cfg *tls.Config) (*smtp.Client, error) {
-	if _, err := io.WriteString(dc, "STARTTLS\r\n"); err != nil {
+	return upgrade(ctx, dc, cfg, t.newClient, t.cfg.HeloName)
+}
+
+// StartTLS upgrades conn, on which a client said EHLO and read the reply,
+// and returns a new client on the TLS connection that has said EHLO helo
+// again: go-smtp can start TLS only while making a client. The validator's
+// mailbox probe uses it as delivery does.
+func StartTLS(ctx context.Context, conn net.Conn, cfg *tls.Config, helo string) (*smtp.Client, error) {
+	return upgrade(ctx, conn, cfg, func(c net.Conn) *smtp.Client { return smtp.NewClient(c) }, helo)
+}
+
+func upgrade(ctx context.Context, conn net.Conn, cfg *tls.Config, newClient func(net.Conn) *smtp.Client, helo string) (*smtp.Client, error) {
+	if _, err := io.WriteString(conn, "STARTTLS\r\n"); err != nil {
 		return nil, err
 	}
 	// One byte at a time, so nothing past the reply (the server's TLS
 	// records, once the handshake starts) is ever read into a buffer.
-	r := textproto.NewReader(bufio.NewReaderSize(oneByteReader{dc}, 16))
+	r := textproto.NewReader(bufio.NewReaderSize(oneByteReader{conn}, 16))
 	if _, _, err := r.ReadResponse(220); err != nil {
 		var pe *textproto.Error
 		if errors.As(err, &pe) {
@@ -171,12 +183,12 @@ func (t *Transport) startTLS(ctx context.Context, dc *deadlineConn, cfg *tls.Con
 		}
 		return nil, err
 	}
-	tc := tls.Client(dc, cfg)
+	tc := tls.Client(conn, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return nil, err
 	}
-	c := t.newClient(newGreetedConn(tc))
-	return c, c.Hello(t.cfg.HeloName)
+	c := newClient(newGreetedConn(tc))
+	return c, c.Hello(helo)
 }
 
 // oneByteReader reads at most one byte per call.

@@ -82,6 +82,27 @@ func NewDetails(kv map[string]any) json.RawMessage {
 	return b
 }
 
+// UserVariablesHeader is where a message keeps its sender's own variables
+// (Mailgun's v: parameters), a JSON object.
+const UserVariablesHeader = "X-Mailgun-Variables"
+
+// WithUserVariables adds a message's user variables (the JSON of its
+// UserVariablesHeader, "" for none) to an entry's details as
+// user_variables, so that webhooks and the events API carry them.
+func WithUserVariables(details map[string]any, raw string) map[string]any {
+	if raw == "" {
+		return details
+	}
+	if details == nil {
+		details = map[string]any{}
+	}
+	var v map[string]any
+	if json.Unmarshal([]byte(raw), &v) == nil {
+		details["user_variables"] = v
+	}
+	return details
+}
+
 // Order is the order of a List.
 type Order int
 
@@ -92,6 +113,8 @@ const (
 	// OldestFirst is id ascending, which is recording order: the stream's
 	// order, and the only one that keyset paging by AfterID follows.
 	OldestFirst
+	// NewestIDFirst is id descending: keyset paging backwards by UpToID.
+	NewestIDFirst
 )
 
 // Filter selects entries of one domain. Zero values mean "no constraint".

@@ -154,6 +154,22 @@ type Page struct {
 	Exact bool
 }
 
+// Scan returns up to f.Limit entries f selects in f.Order, without a
+// total: keyset paging by AfterID (OldestFirst) or UpToID (NewestIDFirst).
+func (s *Service) Scan(ctx context.Context, f Filter) ([]Entry, error) {
+	if f.Limit < 1 {
+		f.Limit = 1
+	}
+	return s.store.List(ctx, f)
+}
+
+// Horizon is the domain's id at or below which no entry may still commit:
+// a page that stops there is never missing an entry recorded later.
+func (s *Service) Horizon(ctx context.Context, domainID int64) (int64, error) {
+	_, hi, err := s.store.Bounds(ctx, Filter{DomainID: domainID})
+	return hi, err
+}
+
 // List returns the page of entries f selects, newest first, with the total.
 func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 	f.Order = NewestFirst

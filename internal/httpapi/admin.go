@@ -105,24 +105,7 @@ func (s *Server) handleAdminEnable(w http.ResponseWriter, r *http.Request, _ acc
 }
 
 func (s *Server) handleAdminKeys(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
-	keys, err := s.Accounts.Keys(r.Context(), r.PathValue("login"))
-	if err != nil {
-		return err
-	}
-	out := make([]map[string]any, len(keys))
-	for i, k := range keys {
-		m := map[string]any{"id": k.ID, "name": k.Name, "prefix": k.Prefix, "created_at": timeJSON(k.CreatedAt),
-			"last_used_at": nil, "revoked_at": nil}
-		if k.LastUsedAt != nil {
-			m["last_used_at"] = timeJSON(*k.LastUsedAt)
-		}
-		if k.RevokedAt != nil {
-			m["revoked_at"] = timeJSON(*k.RevokedAt)
-		}
-		out[i] = m
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": out})
-	return nil
+	return s.writeKeys(w, r, r.PathValue("login"))
 }
 
 func (s *Server) handleAdminQueue(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
@@ -165,17 +148,9 @@ func (s *Server) handleAdminRetry(w http.ResponseWriter, r *http.Request, _ acco
 }
 
 func (s *Server) handleAdminCreateKey(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
-	var in struct {
-		Name string `json:"name"`
-	}
-	if err := decodeJSON(r, &in); err != nil {
-		return err
-	}
-	plain, k, err := s.Accounts.CreateKey(r.Context(), r.PathValue("login"), in.Name)
+	o, err := readKeyRequest(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"success": true, "message": "The key is shown only now.",
-		"data": map[string]any{"id": k.ID, "name": k.Name, "key": plain, "created_at": timeJSON(k.CreatedAt)}})
-	return nil
+	return s.createKey(w, r, r.PathValue("login"), o)
 }

@@ -86,6 +86,9 @@ func (s *Server) handleCreateDomain(w http.ResponseWriter, r *http.Request, p ac
 	if err := decodeJSON(r, &in); err != nil {
 		return err
 	}
+	if n, err := domain.NormalizeName(in.Name); err == nil && !p.DomainAllowed(n) {
+		return account.DomainError(n)
+	}
 	d, err := s.Domains.Add(r.Context(), domain.AddParams{AccountID: p.AccountID, Name: in.Name, Delivery: domain.Delivery{
 		Mode: in.Delivery.Mode, Host: in.Delivery.Host, Port: in.Delivery.Port, User: in.Delivery.User,
 		Password: in.Delivery.Password, TLS: in.Delivery.TLS}})
@@ -105,7 +108,9 @@ func (s *Server) handleListDomains(w http.ResponseWriter, r *http.Request, p acc
 	}
 	out := make([]domainJSON, 0, len(list))
 	for _, d := range list {
-		out = append(out, s.domainView(d, nil))
+		if p.DomainAllowed(d.Name) {
+			out = append(out, s.domainView(d, nil))
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": out})
 	return nil

@@ -15,6 +15,9 @@ import (
 func status(code apperr.Code, g group) int {
 	switch code {
 	case apperr.Invalid, apperr.Unprocessable:
+		if g == groupMailgun {
+			return http.StatusBadRequest
+		}
 		return http.StatusUnprocessableEntity
 	case apperr.NotFound:
 		return http.StatusNotFound
@@ -47,6 +50,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, rt route, er
 	if errors.As(err, &rl) {
 		w.Header().Set("Retry-After", strconv.Itoa(rl.retryAfter))
 		body := map[string]any{"success": false, "message": rl.Error()}
+		if rt.group == groupMailgun {
+			body = map[string]any{"message": rl.Error()}
+		}
 		if rt.group == groupValidation {
 			body["retry_after"] = rl.retryAfter
 		}
@@ -77,6 +83,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, rt route, er
 		w.Header().Set("WWW-Authenticate", `Basic realm="postline", charset="UTF-8"`)
 	}
 	switch {
+	case rt.group == groupMailgun:
+		writeJSON(w, code, map[string]any{"message": mailgunMessage(e)})
 	case code == http.StatusUnauthorized && rt.group == groupDelete:
 		writeJSON(w, code, map[string]any{"error": "Unauthorized", "message": e.Message})
 	case rt.group == groupDomainLog && !(code == http.StatusInternalServerError && rt.faultsAsSuccess):

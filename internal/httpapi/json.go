@@ -24,11 +24,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func decodeJSON(r *http.Request, dst any) error {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return apperr.Field("body", "could not read the request body")
+		return tooLargeOr(err, apperr.Field("body", "could not read the request body"))
 	}
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
@@ -61,4 +57,14 @@ func jsonType(kind string) string {
 
 func fieldRequired(field string) error {
 	return apperr.Field(field, "The "+field+" field is required.")
+}
+
+// tooLargeOr is err when reading the body stopped at its limit (the 413
+// writeError gives *http.MaxBytesError), else otherwise.
+func tooLargeOr(err error, otherwise error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return err
+	}
+	return otherwise
 }

@@ -119,11 +119,23 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (string
 	if rt.public != nil {
 		return "", rt.public(w, r)
 	}
-	p, err := s.authenticate(r)
+	auth := s.authenticate
+	if rt.group == groupMailgun {
+		auth = s.authenticateMailgun
+	}
+	p, err := auth(r)
 	if err != nil {
 		return "", err
 	}
 	if err := s.rateLimit(w, r, rt.group, p); err != nil {
+		return p.Login, err
+	}
+	if rt.dispatch != nil {
+		if other := rt.dispatch(r); other != nil {
+			rt = *other
+		}
+	}
+	if err := s.checkScope(r, rt, p); err != nil {
 		return p.Login, err
 	}
 	return p.Login, rt.handler(w, r, p)

@@ -16,6 +16,7 @@ const (
 	groupDomainLog               // log, stream, send: {error}; disabled account → 400
 	groupDomain                  // suppressions and domain management: {success,message}; per minute
 	groupDelete                  // the two DELETEs: 401 {error,message}, else {success,message}; per minute
+	groupMailgun                 // /v3/: Mailgun's auth (api:KEY) and {message} errors, 400 for bad input; per minute
 )
 
 type authedHandler func(w http.ResponseWriter, r *http.Request, p account.Principal) error
@@ -26,6 +27,13 @@ type route struct {
 	handler      authedHandler
 	public       func(w http.ResponseWriter, r *http.Request) error
 	maxBody      int64 // 0 = Limits.MaxJSONBody
+	// scope is what a key must hold to use the route ("" for public
+	// routes); operator routes also need a key without limits.
+	scope    string
+	operator bool
+	// dispatch, when set, may return another route for the request (one
+	// the mux cannot tell apart); it is listed in Routes.
+	dispatch func(r *http.Request) *route
 	// faultsAsSuccess makes 500s use {success:false,message} in the
 	// {error} group: the document gives the send endpoint that shape.
 	faultsAsSuccess bool
@@ -44,56 +52,87 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/t/u/{token}", public: s.handleUnsubscribePage},
 		{method: "POST", path: "/t/u/{token}", public: s.handleUnsubscribe, maxBody: 64 << 10},
 
-		{method: "POST", path: "/api/email/validate", group: groupValidation, handler: s.handleValidate},
-		{method: "POST", path: "/api/email/validate/strict", group: groupValidation, handler: s.handleValidateStrict},
-		{method: "POST", path: "/api/email/validate/bulk/strict", group: groupValidation, handler: s.handleValidateBulkStrict},
+		{method: "POST", path: "/api/email/validate", group: groupValidation, scope: account.ScopeValidate, handler: s.handleValidate},
+		{method: "POST", path: "/api/email/validate/strict", group: groupValidation, scope: account.ScopeValidate, handler: s.handleValidateStrict},
+		{method: "POST", path: "/api/email/validate/bulk/strict", group: groupValidation, scope: account.ScopeValidate, handler: s.handleValidateBulkStrict},
 
 		// List cleaning: durable jobs. They count against the validation
 		// budget per address as they run, so the requests themselves use
 		// the per-minute budget.
-		{method: "POST", path: "/api/email/validate/jobs", group: groupDomain, handler: s.handleCreateValidationJob, maxBody: maxJobBody},
-		{method: "GET", path: "/api/email/validate/jobs", group: groupDomain, handler: s.handleListValidationJobs},
-		{method: "GET", path: "/api/email/validate/jobs/{id}", group: groupDomain, handler: s.handleGetValidationJob},
-		{method: "GET", path: "/api/email/validate/jobs/{id}/results", group: groupDomain, handler: s.handleValidationJobResults},
-		{method: "DELETE", path: "/api/email/validate/jobs/{id}", group: groupDomain, handler: s.handleCancelValidationJob},
+		{method: "POST", path: "/api/email/validate/jobs", group: groupDomain, scope: account.ScopeValidate, handler: s.handleCreateValidationJob, maxBody: maxJobBody},
+		{method: "GET", path: "/api/email/validate/jobs", group: groupDomain, scope: account.ScopeValidate, handler: s.handleListValidationJobs},
+		{method: "GET", path: "/api/email/validate/jobs/{id}", group: groupDomain, scope: account.ScopeValidate, handler: s.handleGetValidationJob},
+		{method: "GET", path: "/api/email/validate/jobs/{id}/results", group: groupDomain, scope: account.ScopeValidate, handler: s.handleValidationJobResults},
+		{method: "DELETE", path: "/api/email/validate/jobs/{id}", group: groupDomain, scope: account.ScopeValidate, handler: s.handleCancelValidationJob},
 
-		{method: "GET", path: "/api/domains/{domain}/log", group: groupDomainLog, handler: s.handleLogList},
-		{method: "GET", path: "/api/domains/{domain}/log/stream", group: groupDomainLog, handler: s.handleLogStream},
+		{method: "GET", path: "/api/domains/{domain}/log", group: groupDomainLog, scope: account.ScopeLogRead, handler: s.handleLogList},
+		{method: "GET", path: "/api/domains/{domain}/log/stream", group: groupDomainLog, scope: account.ScopeLogRead, handler: s.handleLogStream},
 
-		{method: "DELETE", path: "/api/domains/{domain}/tracklink", group: groupDelete, handler: s.handleRemoveTracking},
-		{method: "DELETE", path: "/api/domains/{domain}/auth-domain", group: groupDelete, handler: s.handleRemoveAuthDomain},
-		{method: "PUT", path: "/api/domains/{domain}/tracklink", group: groupDomain, handler: s.handleSetTracking},
-		{method: "PUT", path: "/api/domains/{domain}/auth-domain", group: groupDomain, handler: s.handleSetAuthDomain},
-		{method: "PUT", path: "/api/domains/{domain}/tracking", group: groupDomain, handler: s.handleSetTrackingOptions},
+		{method: "DELETE", path: "/api/domains/{domain}/tracklink", group: groupDelete, scope: account.ScopeDomains, handler: s.handleRemoveTracking},
+		{method: "DELETE", path: "/api/domains/{domain}/auth-domain", group: groupDelete, scope: account.ScopeDomains, handler: s.handleRemoveAuthDomain},
+		{method: "PUT", path: "/api/domains/{domain}/tracklink", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetTracking},
+		{method: "PUT", path: "/api/domains/{domain}/auth-domain", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetAuthDomain},
+		{method: "PUT", path: "/api/domains/{domain}/tracking", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetTrackingOptions},
 
-		{method: "POST", path: "/api/domains/{domain}/message", group: groupDomainLog, handler: s.handleSend,
+		{method: "POST", path: "/api/domains/{domain}/message", group: groupDomainLog, scope: account.ScopeSend, handler: s.handleSend,
 			maxBody: maxSendBody, faultsAsSuccess: true},
 
-		{method: "GET", path: "/api/domains/{domain}/suppressions", group: groupDomain, handler: s.handleSuppressions},
-		{method: "GET", path: "/api/domains/{domain}/suppressions/unsubscribes", group: groupDomain, handler: s.handleUnsubscribes},
-		{method: "POST", path: "/api/domains/{domain}/suppressions/whitelist", group: groupDomain, handler: s.handleWhitelist},
-		{method: "DELETE", path: "/api/domains/{domain}/suppressions/{id}", group: groupDomain, handler: s.handleDeleteSuppression},
+		{method: "GET", path: "/api/domains/{domain}/messages/{id}", group: groupDomain, scope: account.ScopeSend, handler: s.handleGetMessage},
+		{method: "DELETE", path: "/api/domains/{domain}/messages/{id}", group: groupDomain, scope: account.ScopeSend, handler: s.handleCancelMessage},
 
-		{method: "POST", path: "/api/domains/{domain}/webhooks", group: groupDomain, handler: s.handleCreateWebhook},
-		{method: "GET", path: "/api/domains/{domain}/webhooks", group: groupDomain, handler: s.handleListWebhooks},
-		{method: "DELETE", path: "/api/domains/{domain}/webhooks/{id}", group: groupDomain, handler: s.handleDeleteWebhook},
-		{method: "GET", path: "/api/domains/{domain}/webhooks/{id}/posts", group: groupDomain, handler: s.handleWebhookPosts},
+		{method: "POST", path: "/api/domains/{domain}/templates", group: groupDomain, scope: account.ScopeSend, handler: s.handleCreateTemplate, maxBody: maxTemplateBody},
+		{method: "GET", path: "/api/domains/{domain}/templates", group: groupDomain, scope: account.ScopeSend, handler: s.handleListTemplates},
+		{method: "GET", path: "/api/domains/{domain}/templates/{name}", group: groupDomain, scope: account.ScopeSend, handler: s.handleGetTemplate},
+		{method: "PUT", path: "/api/domains/{domain}/templates/{name}", group: groupDomain, scope: account.ScopeSend, handler: s.handleUpdateTemplate, maxBody: maxTemplateBody},
+		{method: "DELETE", path: "/api/domains/{domain}/templates/{name}", group: groupDomain, scope: account.ScopeSend, handler: s.handleDeleteTemplate},
+		{method: "POST", path: "/api/domains/{domain}/templates/{name}/render", group: groupDomain, scope: account.ScopeSend, handler: s.handleRenderTemplate},
+
+		{method: "GET", path: "/api/domains/{domain}/suppressions", group: groupDomain, scope: account.ScopeSuppressions, handler: s.handleSuppressions},
+		{method: "GET", path: "/api/domains/{domain}/suppressions/unsubscribes", group: groupDomain, scope: account.ScopeSuppressions, handler: s.handleUnsubscribes},
+		{method: "POST", path: "/api/domains/{domain}/suppressions/whitelist", group: groupDomain, scope: account.ScopeSuppressions, handler: s.handleWhitelist},
+		{method: "DELETE", path: "/api/domains/{domain}/suppressions/{id}", group: groupDomain, scope: account.ScopeSuppressions, handler: s.handleDeleteSuppression},
+
+		{method: "POST", path: "/api/domains/{domain}/webhooks", group: groupDomain, scope: account.ScopeWebhooks, handler: s.handleCreateWebhook},
+		{method: "GET", path: "/api/domains/{domain}/webhooks", group: groupDomain, scope: account.ScopeWebhooks, handler: s.handleListWebhooks},
+		{method: "DELETE", path: "/api/domains/{domain}/webhooks/{id}", group: groupDomain, scope: account.ScopeWebhooks, handler: s.handleDeleteWebhook},
+		{method: "GET", path: "/api/domains/{domain}/webhooks/{id}/posts", group: groupDomain, scope: account.ScopeWebhooks, handler: s.handleWebhookPosts},
 
 		// The operator's: accounts and the queue across every domain (403 for
 		// other accounts).
-		{method: "GET", path: "/api/admin/accounts", group: groupDomain, handler: admin(s.handleAdminAccounts)},
-		{method: "POST", path: "/api/admin/accounts", group: groupDomain, handler: admin(s.handleAdminCreateAccount)},
-		{method: "POST", path: "/api/admin/accounts/{login}/disable", group: groupDomain, handler: admin(s.handleAdminDisable)},
-		{method: "POST", path: "/api/admin/accounts/{login}/enable", group: groupDomain, handler: admin(s.handleAdminEnable)},
-		{method: "GET", path: "/api/admin/accounts/{login}/keys", group: groupDomain, handler: admin(s.handleAdminKeys)},
-		{method: "POST", path: "/api/admin/accounts/{login}/keys", group: groupDomain, handler: admin(s.handleAdminCreateKey)},
-		{method: "GET", path: "/api/admin/queue", group: groupDomain, handler: admin(s.handleAdminQueue)},
-		{method: "POST", path: "/api/admin/queue/retry", group: groupDomain, handler: admin(s.handleAdminRetry)},
+		{method: "GET", path: "/api/admin/accounts", group: groupDomain, operator: true, handler: admin(s.handleAdminAccounts)},
+		{method: "POST", path: "/api/admin/accounts", group: groupDomain, operator: true, handler: admin(s.handleAdminCreateAccount)},
+		{method: "POST", path: "/api/admin/accounts/{login}/disable", group: groupDomain, operator: true, handler: admin(s.handleAdminDisable)},
+		{method: "POST", path: "/api/admin/accounts/{login}/enable", group: groupDomain, operator: true, handler: admin(s.handleAdminEnable)},
+		{method: "GET", path: "/api/admin/accounts/{login}/keys", group: groupDomain, operator: true, handler: admin(s.handleAdminKeys)},
+		{method: "POST", path: "/api/admin/accounts/{login}/keys", group: groupDomain, operator: true, handler: admin(s.handleAdminCreateKey)},
+		{method: "GET", path: "/api/admin/queue", group: groupDomain, operator: true, handler: admin(s.handleAdminQueue)},
+		{method: "POST", path: "/api/admin/queue/retry", group: groupDomain, operator: true, handler: admin(s.handleAdminRetry)},
 
-		{method: "POST", path: "/api/domains", group: groupDomain, handler: s.handleCreateDomain},
-		{method: "GET", path: "/api/domains", group: groupDomain, handler: s.handleListDomains},
-		{method: "GET", path: "/api/domains/{domain}", group: groupDomain, handler: s.handleGetDomain},
-		{method: "POST", path: "/api/domains/{domain}/verify", group: groupDomain, handler: s.handleVerifyDomain},
-		{method: "DELETE", path: "/api/domains/{domain}", group: groupDomain, handler: s.handleDeleteDomain},
+		{method: "GET", path: "/api/keys", group: groupDomain, scope: account.ScopeKeys, handler: s.handleListKeys},
+		{method: "POST", path: "/api/keys", group: groupDomain, scope: account.ScopeKeys, handler: s.handleCreateKey},
+		{method: "DELETE", path: "/api/keys/{id}", group: groupDomain, scope: account.ScopeKeys, handler: s.handleRevokeKey},
+
+		// Mailgun's v3 API over the same services (mailgun.go).
+		{method: "POST", path: "/v3/{domain}/messages", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMailgunSend, maxBody: maxSendBody},
+		{method: "POST", path: "/v3/{domain}/messages.mime", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMailgunMIME, maxBody: maxSendBody},
+		{method: "GET", path: "/v3/{domain}/events", group: groupMailgun, scope: account.ScopeLogRead, handler: s.handleMailgunEvents},
+		{method: "GET", path: "/v3/{domain}/events/{token}", group: groupMailgun, scope: account.ScopeLogRead, handler: s.handleMailgunEvents},
+		{method: "GET", path: "/v3/domains", group: groupMailgun, scope: account.ScopeDomains, handler: s.handleMailgunDomains},
+		{method: "GET", path: "/v4/domains", group: groupMailgun, scope: account.ScopeDomains, handler: s.handleMailgunDomains},
+		{method: "GET", path: "/v4/domains/{name}", group: groupMailgun, scope: account.ScopeDomains, handler: s.handleMailgunDomain},
+		// GET /v3/domains/{name} would conflict with /v3/{domain}/events in
+		// the mux (both match /v3/domains/events): the list route hands it on.
+		{method: "GET", path: "/v3/{domain}/{list}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunList,
+			dispatch: s.mailgunDomainRoute},
+		{method: "POST", path: "/v3/{domain}/{list}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunListAdd},
+		{method: "DELETE", path: "/v3/{domain}/{list}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunListClear},
+		{method: "GET", path: "/v3/{domain}/{list}/{address}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunListGet},
+		{method: "DELETE", path: "/v3/{domain}/{list}/{address}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunListDelete},
+
+		{method: "POST", path: "/api/domains", group: groupDomain, scope: account.ScopeDomains, handler: s.handleCreateDomain},
+		{method: "GET", path: "/api/domains", group: groupDomain, scope: account.ScopeDomains, handler: s.handleListDomains},
+		{method: "GET", path: "/api/domains/{domain}", group: groupDomain, scope: account.ScopeDomains, handler: s.handleGetDomain},
+		{method: "POST", path: "/api/domains/{domain}/verify", group: groupDomain, scope: account.ScopeDomains, handler: s.handleVerifyDomain},
+		{method: "DELETE", path: "/api/domains/{domain}", group: groupDomain, scope: account.ScopeDomains, handler: s.handleDeleteDomain},
 	}
 }

@@ -24,6 +24,7 @@ import (
 const (
 	maxTextPart      = 5 << 20 // text, html
 	maxSmallPart     = 64 << 10
+	maxVariablesPart = 1 << 20
 	maxSendBody      = 30 << 20 // 25 MiB of attachments plus bodies and multipart framing
 	maxIdempotencyID = 255
 )
@@ -72,7 +73,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, p account.Pr
 		return err
 	}
 	body, err := json.Marshal(map[string]any{"success": true, "message": acc.Message(),
-		"data": map[string]any{"message_ids": acc.MessageIDs, "queued": acc.Queued, "suppressed": acc.Suppressed}})
+		"data": sendAnswer(acc)})
 	if err != nil {
 		return err
 	}
@@ -105,11 +106,7 @@ func readSendForm(r *http.Request, maxFile int64) (sending.Request, error) {
 			return req, nil
 		}
 		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return req, err
-			}
-			return req, apperr.Field("body", "The multipart body is malformed.")
+			return req, tooLargeOr(err, apperr.Field("body", "The multipart body is malformed."))
 		}
 		if err := readPart(&req, part, n, maxFile); err != nil {
 			return req, err
@@ -120,7 +117,8 @@ func readSendForm(r *http.Request, maxFile int64) (sending.Request, error) {
 // sendFields are the text parts the endpoint knows; any other name is
 // refused rather than ignored, so a misspelt field is never silently lost.
 var sendFields = map[string]bool{"from": true, "from_name": true, "to": true, "cc": true, "bcc": true, "subject": true, "text": true,
-	"html": true, "headers": true, "reply_to": true, "tags": true, "attachment_options": true}
+	"html": true, "headers": true, "reply_to": true, "tags": true, "attachment_options": true,
+	"template": true, "template_version": true, "variables": true, "recipient_variables": true, "deliver_at": true}
 
 // partName returns the part's form field name. A part whose
 // Content-Disposition does not parse is refused: ignoring it would drop an
@@ -158,22 +156,14 @@ func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64) 
 		if err != nil {
 			return err
 		}
-		ct := part.Header.Get("Content-Type")
-		if ct == "" || ct == "application/octet-stream" {
-			ct = http.DetectContentType(data)
-		}
-		req.Attachments = append(req.Attachments, sending.Attachment{Filename: part.FileName(), ContentType: ct, Data: data})
+		req.Attachments = append(req.Attachments, sending.Attachment{Filename: part.FileName(), ContentType: fileType(part, data), Data: data})
 		return nil
 	}
 	if !sendFields[name] {
 		return apperr.Field(name, fmt.Sprintf("Unknown field %q: the fields are from, from_name, to, cc, bcc, subject, text, html, "+
-			"headers, reply_to, tags, attachment_options and attachments.", name))
+			"headers, reply_to, tags, attachment_options, template, template_version, variables, recipient_variables, deliver_at and attachments.", name))
 	}
-	limit := int64(maxSmallPart)
-	if name == "text" || name == "html" {
-		limit = maxTextPart
-	}
-	data, err := readLimited(part, name, limit)
+	data, err := readLimited(part, name, fieldLimit(name))
 	if err != nil {
 		return err
 	}
@@ -203,6 +193,16 @@ func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64) 
 		req.Tags = v
 	case "attachment_options":
 		req.Options = v
+	case "template":
+		req.Template = v
+	case "template_version":
+		req.TemplateVersion = v
+	case "variables":
+		req.Variables = v
+	case "recipient_variables":
+		req.RecipientVariables = v
+	case "deliver_at":
+		req.DeliverAt = v
 	}
 	return nil
 }
@@ -211,14 +211,40 @@ func readLimited(r io.Reader, field string, limit int64) ([]byte, error) {
 	var buf bytes.Buffer
 	n, err := io.Copy(&buf, io.LimitReader(r, limit+1))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, err
-		}
-		return nil, apperr.Field("body", "The multipart body is malformed.")
+		return nil, tooLargeOr(err, apperr.Field("body", "The multipart body is malformed."))
 	}
 	if n > limit {
 		return nil, apperr.Field(field, fmt.Sprintf("The %s part must not be larger than %d bytes.", field, limit))
 	}
 	return buf.Bytes(), nil
+}
+
+func sendAnswer(acc sending.Accepted) map[string]any {
+	m := map[string]any{"message_ids": acc.MessageIDs, "queued": acc.Queued, "suppressed": acc.Suppressed}
+	if !acc.DeliverAt.IsZero() {
+		m["deliver_at"] = timeJSON(acc.DeliverAt)
+	}
+	return m
+}
+
+// fieldLimit is the largest text part a send takes under name (the send
+// endpoint's names and their Mailgun spellings).
+func fieldLimit(name string) int64 {
+	switch name {
+	case "text", "html", "recipient_variables", "recipient-variables":
+		return maxTextPart
+	case "variables", "t:variables":
+		return maxVariablesPart
+	}
+	return maxSmallPart
+}
+
+// fileType is a file part's declared type, or the sniffed one when it
+// declares none (or the generic octet-stream).
+func fileType(part *multipart.Part, data []byte) string {
+	ct := part.Header.Get("Content-Type")
+	if ct == "" || ct == "application/octet-stream" {
+		ct = http.DetectContentType(data)
+	}
+	return ct
 }

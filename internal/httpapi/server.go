@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"context"
+	"github.com/postline/postline/internal/templates"
 	"log/slog"
 	"net/http"
 	"time"
@@ -33,6 +34,9 @@ type Limits struct {
 	DomainPerMinute   int
 	// MaxJSONBody bounds JSON request bodies (default 1 MiB).
 	MaxJSONBody int64
+	// ProbeBudget bounds all the mailbox probes of one request
+	// (--validation-probe-request-budget; default 60s).
+	ProbeBudget time.Duration
 }
 
 // Deps are the services the handlers call.
@@ -51,11 +55,16 @@ type Deps struct {
 	Tracking *tracking.Service
 	// Webhooks manages the domains' webhook endpoints.
 	Webhooks *webhook.Service
-	Limiter  *ratelimit.Limiter
-	Limits   Limits
-	DB       Pinger
-	Logger   *slog.Logger
-	Registry *prometheus.Registry // metrics are registered here; nil makes a private one
+	// Templates keeps the domains' message templates.
+	Templates *templates.Service
+	// PublicURL is the service's public base URL (--public-url), for
+	// absolute links in answers; "" uses the request's host.
+	PublicURL string
+	Limiter   *ratelimit.Limiter
+	Limits    Limits
+	DB        Pinger
+	Logger    *slog.Logger
+	Registry  *prometheus.Registry // metrics are registered here; nil makes a private one
 	// Jobs runs list-cleaning validation jobs.
 	Jobs *validation.Jobs
 	// Queue is the operator's view of the delivery queue (/api/admin/).
@@ -90,6 +99,9 @@ func New(d Deps) *Server {
 	if d.Limits.MaxJSONBody == 0 {
 		d.Limits.MaxJSONBody = 1 << 20
 	}
+	if d.Limits.ProbeBudget == 0 {
+		d.Limits.ProbeBudget = time.Minute
+	}
 	s := &Server{Deps: d, metrics: newMetrics(d.Registry)}
 	s.streamsCtx, s.stopStreams = context.WithCancel(context.Background())
 	s.routes = s.routeTable()
@@ -116,6 +128,13 @@ func (s *Server) Routes() []string {
 	out := make([]string, 0, len(s.routes))
 	for _, rt := range s.routes {
 		out = append(out, rt.method+" "+rt.path)
+		if rt.dispatch != nil {
+			req, _ := http.NewRequest(rt.method, "/", nil)
+			req.SetPathValue("domain", "domains")
+			if other := rt.dispatch(req); other != nil {
+				out = append(out, other.method+" "+other.path)
+			}
+		}
 	}
 	return out
 }

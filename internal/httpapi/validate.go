@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 	"unicode/utf8"
 
 	"github.com/postline/postline/internal/account"
@@ -30,7 +32,8 @@ func (s *Server) handleValidateStrict(w http.ResponseWriter, r *http.Request, p 
 
 func (s *Server) validateOne(w http.ResponseWriter, r *http.Request, p account.Principal, mode validation.Mode, maxLen int) error {
 	var in struct {
-		Email *json.RawMessage `json:"email"`
+		Email        *json.RawMessage `json:"email"`
+		CheckMailbox bool             `json:"check_mailbox"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		return err
@@ -39,7 +42,11 @@ func (s *Server) validateOne(w http.ResponseWriter, r *http.Request, p account.P
 	if err != nil {
 		return err
 	}
-	res, err := s.Validator.ValidateAs(r.Context(), p.AccountID, mode, email)
+	ctx, err := s.mailboxCheck(r, in.CheckMailbox)
+	if err != nil {
+		return err
+	}
+	res, err := s.Validator.ValidateAs(ctx, p.AccountID, mode, email)
 	if err != nil {
 		return err
 	}
@@ -69,7 +76,8 @@ func emailField(field string, raw *json.RawMessage, maxLen int) (string, error) 
 
 func (s *Server) handleValidateBulkStrict(w http.ResponseWriter, r *http.Request, p account.Principal) error {
 	var in struct {
-		Emails json.RawMessage `json:"emails"`
+		Emails       json.RawMessage `json:"emails"`
+		CheckMailbox bool            `json:"check_mailbox"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		return err
@@ -78,7 +86,11 @@ func (s *Server) handleValidateBulkStrict(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
-	results, sum, err := s.Validator.ValidateBatchAs(r.Context(), p.AccountID, validation.ModeStrict, emails)
+	ctx, err := s.mailboxCheck(r, in.CheckMailbox)
+	if err != nil {
+		return err
+	}
+	results, sum, err := s.Validator.ValidateBatchAs(ctx, p.AccountID, validation.ModeStrict, emails)
 	if err != nil {
 		return err
 	}
@@ -126,4 +138,16 @@ func bulkEmails(raw json.RawMessage) ([]string, error) {
 		}
 	}
 	return emails, fe.Err()
+}
+
+// mailboxCheck is the request's context, asking for a mailbox probe when
+// check_mailbox is true; that is a 422 when the server does not probe.
+func (s *Server) mailboxCheck(r *http.Request, want bool) (context.Context, error) {
+	if !want {
+		return r.Context(), nil
+	}
+	if !s.Validator.Probing() {
+		return nil, apperr.Field("check_mailbox", "Mailbox probing is off on this server (the operator turns it on with --validation-smtp-probe).")
+	}
+	return validation.WithMailboxCheckUntil(r.Context(), time.Now().Add(s.Limits.ProbeBudget)), nil
 }

@@ -27,14 +27,18 @@ type jobJSON struct {
 	Done         int            `json:"done"`
 	Progress     float64        `json:"progress"`
 	Counts       map[string]int `json:"counts"`
-	WaitingUntil *string        `json:"waiting_until"`
-	CreatedAt    string         `json:"created_at"`
-	UpdatedAt    string         `json:"updated_at"`
+	CheckMailbox bool           `json:"check_mailbox"`
+	// Deliverability counts the results by deliverability verdict.
+	Deliverability map[string]int `json:"deliverability_counts"`
+	WaitingUntil   *string        `json:"waiting_until"`
+	CreatedAt      string         `json:"created_at"`
+	UpdatedAt      string         `json:"updated_at"`
 }
 
 func jobView(j validation.Job) jobJSON {
 	v := jobJSON{ID: j.ID, Status: j.Status, Total: j.Total, Done: j.Done,
-		Counts:    map[string]int{"valid": j.Valid, "invalid": j.Invalid, "risky": j.Risky},
+		Counts:       map[string]int{"valid": j.Valid, "invalid": j.Invalid, "risky": j.Risky},
+		CheckMailbox: j.CheckMailbox, Deliverability: j.Deliverability,
 		CreatedAt: timeJSON(j.CreatedAt), UpdatedAt: timeJSON(j.UpdatedAt)}
 	if j.Total > 0 {
 		v.Progress = float64(j.Done) / float64(j.Total)
@@ -75,6 +79,7 @@ func ReadAddressList(r io.Reader, max int) ([]string, error) {
 
 func (s *Server) handleCreateValidationJob(w http.ResponseWriter, r *http.Request, p account.Principal) error {
 	var emails []string
+	checkMailbox := false
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch mt {
 	case "multipart/form-data":
@@ -88,14 +93,15 @@ func (s *Server) handleCreateValidationJob(w http.ResponseWriter, r *http.Reques
 				break
 			}
 			if err != nil {
-				var mbe *http.MaxBytesError
-				if errors.As(err, &mbe) {
-					return err
-				}
-				return apperr.Field("body", "The multipart body is malformed.")
+				return tooLargeOr(err, apperr.Field("body", "The multipart body is malformed."))
+			}
+			if part.FormName() == "check_mailbox" {
+				v, _ := io.ReadAll(io.LimitReader(part, 16))
+				checkMailbox = strings.TrimSpace(string(v)) == "true"
+				continue
 			}
 			if part.FormName() != "file" {
-				return apperr.Field(part.FormName(), "Unknown field: upload the list as the part named file.")
+				return apperr.Field(part.FormName(), "Unknown field: upload the list as the part named file (and check_mailbox).")
 			}
 			if emails, err = ReadAddressList(part, validation.MaxJobLines); err != nil {
 				return err
@@ -106,14 +112,15 @@ func (s *Server) handleCreateValidationJob(w http.ResponseWriter, r *http.Reques
 		}
 	default:
 		var in struct {
-			Emails []string `json:"emails"`
+			Emails       []string `json:"emails"`
+			CheckMailbox bool     `json:"check_mailbox"`
 		}
 		if err := decodeJSON(r, &in); err != nil {
 			return err
 		}
-		emails = in.Emails
+		emails, checkMailbox = in.Emails, in.CheckMailbox
 	}
-	j, err := s.Jobs.Create(r.Context(), p.AccountID, emails)
+	j, err := s.Jobs.Create(r.Context(), p.AccountID, emails, checkMailbox)
 	if err != nil {
 		return err
 	}
@@ -196,7 +203,8 @@ func (s *Server) handleValidationJobResults(w http.ResponseWriter, r *http.Reque
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="validation-job-%d.csv"`, id))
 		cw = csv.NewWriter(bw)
-		cw.Write([]string{"email", "status", "reason", "error", "warnings", "spamtrap_score", "suggestion"}) //nolint:errcheck // flushed below
+		cw.Write([]string{"email", "status", "reason", "error", "warnings", "spamtrap_score", "suggestion", //nolint:errcheck // flushed below
+			"deliverability", "deliverability_reasons"})
 	}
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(bw)
@@ -216,7 +224,7 @@ func (s *Server) handleValidationJobResults(w http.ResponseWriter, r *http.Reque
 			return err
 		}
 		if it.Result == nil {
-			return cw.Write([]string{it.Email, "", "", "", "", "", ""})
+			return cw.Write([]string{it.Email, "", "", "", "", "", "", "", ""})
 		}
 		res := *it.Result
 		errText := ""
@@ -224,7 +232,7 @@ func (s *Server) handleValidationJobResults(w http.ResponseWriter, r *http.Reque
 			errText = *res.Error
 		}
 		return cw.Write([]string{it.Email, validation.Verdict(res), res.Reason, errText, strings.Join(res.Warnings, " "),
-			strconv.FormatFloat(res.SpamtrapScore, 'f', 3, 64), res.Suggestion})
+			strconv.FormatFloat(res.SpamtrapScore, 'f', 3, 64), res.Suggestion, res.Deliverability, strings.Join(res.DeliverabilityReasons, " ")})
 	})
 	if cw != nil {
 		cw.Flush()

@@ -63,15 +63,26 @@ func attachmentFields(a Attachment) ([]string, error) {
 		ctParams["charset"] = charset
 	}
 	ct := mime.FormatMediaType(mediaType, ctParams)
-	cd := mime.FormatMediaType("attachment", map[string]string{"filename": name})
+	disposition := "attachment"
+	if a.ContentID != "" {
+		disposition = "inline"
+	}
+	cd := mime.FormatMediaType(disposition, map[string]string{"filename": name})
 	if ct == "" || cd == "" {
 		return nil, fmt.Errorf("message: cannot format the headers of attachment %q", name)
 	}
-	return fieldList{
+	f := fieldList{
 		{"Content-Type", ct, "attachments"},
 		{"Content-Disposition", cd, "attachments"},
 		{"Content-Transfer-Encoding", "base64", ""},
-	}.format()
+	}
+	if a.ContentID != "" {
+		if !ValidContentID(a.ContentID) {
+			return nil, fmt.Errorf("message: Content-ID %q of %q is not printable ASCII without <, > or spaces", a.ContentID, name)
+		}
+		f = append(f, field{"Content-ID", "<" + a.ContentID + ">", ""})
+	}
+	return f.format()
 }
 
 // attachmentType returns the media type to declare for a declared
@@ -90,4 +101,18 @@ func attachmentType(declared string) (mediaType, charset string) {
 		return mt, cs
 	}
 	return mt, ""
+}
+
+// ValidContentID says whether id can be written as <id> in a Content-ID:
+// printable ASCII without angle brackets, spaces or quotes.
+func ValidContentID(id string) bool {
+	if id == "" || len(id) > 200 {
+		return false
+	}
+	for _, c := range id {
+		if c <= ' ' || c > '~' || c == '<' || c == '>' || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

@@ -25,6 +25,9 @@ type Attachment struct {
 	// message/* become application/octet-stream.
 	ContentType string
 	Data        []byte
+	// ContentID, when set, makes the file an inline part of the HTML
+	// (referenced there as cid:ContentID) instead of an attachment.
+	ContentID string
 }
 
 // Params is everything Build needs for one recipient's message.
@@ -56,6 +59,13 @@ type Params struct {
 	// e.g. "<https://t.example/u/x>, <mailto:u@example.com>"; Build then also
 	// writes List-Unsubscribe-Post: List-Unsubscribe=One-Click (RFC 8058).
 	ListUnsubscribe string
+	// ListUnsubscribePost is the List-Unsubscribe-Post value written with
+	// ListUnsubscribe: "" is RFC 8058's one-click, "-" writes none (a
+	// sender's own List-Unsubscribe that does not take POSTs).
+	ListUnsubscribePost string
+	// Sender, when set, is the Sender field (RFC 5322 §3.6.2): the mailbox
+	// that sent the message for the From author.
+	Sender string
 	// ExtraHeaders are the service's own headers (X-Postline-*). Names must
 	// be valid and must not collide with the headers Build generates.
 	ExtraHeaders map[string]string
@@ -75,14 +85,30 @@ func Build(p Params) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	atts := make([][]string, len(p.Attachments))
-	for i, a := range p.Attachments {
+	sum := sha256.Sum256([]byte(p.MessageID))
+	boundary := func(level int) string { return fmt.Sprintf("=_pl%d_%x", level, sum[:12]) }
+	// Inline files (a Content-ID) go with the HTML in multipart/related;
+	// without HTML they are ordinary attachments.
+	var regular []Attachment
+	var inl inline
+	for _, a := range p.Attachments {
+		if a.ContentID != "" && p.HTML != "" {
+			inl.files = append(inl.files, a)
+		} else {
+			a.ContentID = ""
+			regular = append(regular, a)
+		}
+	}
+	atts := make([][]string, len(regular))
+	for i, a := range regular {
 		if atts[i], err = attachmentFields(a); err != nil {
 			return nil, err
 		}
 	}
-	sum := sha256.Sum256([]byte(p.MessageID))
-	boundary := func(level int) string { return fmt.Sprintf("=_pl%d_%x", level, sum[:12]) }
+	if inl.fields, err = inl.headers(); err != nil {
+		return nil, err
+	}
+	inl.boundary = boundary(2)
 
 	var buf bytes.Buffer
 	buf.Grow(2048 + len(p.Text)*2 + len(p.HTML)*2 + attachmentsSize(p.Attachments)*4/3)
@@ -108,7 +134,7 @@ func Build(p Params) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return done(&buf, p.writeAlternative(w))
+		return done(&buf, p.writeAlternative(w, inl))
 	}
 	w, err := gomessage.CreateWriter(&buf, rawHeader(append(fields, multipartField("mixed", boundary(0)))))
 	if err != nil {
@@ -119,11 +145,11 @@ func Build(p Params) ([]byte, error) {
 	} else {
 		var aw *gomessage.Writer
 		if aw, err = w.CreatePart(rawHeader([]string{multipartField("alternative", boundary(1))})); err == nil {
-			err = p.writeAlternative(aw)
+			err = p.writeAlternative(aw, inl)
 		}
 	}
 	for i := 0; err == nil && i < len(atts); i++ {
-		err = writePart(w, atts[i], p.Attachments[i].Data)
+		err = writePart(w, atts[i], regular[i].Data)
 	}
 	if err != nil {
 		return nil, err
@@ -138,13 +164,50 @@ func done(buf *bytes.Buffer, err error) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// inline are the files the HTML shows (RFC 2387 multipart/related).
+type inline struct {
+	files    []Attachment
+	fields   [][]string
+	boundary string
+}
+
+func (in inline) headers() ([][]string, error) {
+	out := make([][]string, len(in.files))
+	for i, a := range in.files {
+		var err error
+		if out[i], err = attachmentFields(a); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // writeAlternative writes the text then the HTML part (RFC 2046 §5.1.4: the
-// preferred format last) and closes w.
-func (p Params) writeAlternative(w *gomessage.Writer) error {
+// preferred format last), the HTML with its inline files, and closes w.
+func (p Params) writeAlternative(w *gomessage.Writer, in inline) error {
 	if err := writePart(w, textFields("text/plain"), []byte(p.Text)); err != nil {
 		return err
 	}
-	if err := writePart(w, textFields("text/html"), []byte(p.HTML)); err != nil {
+	if len(in.files) == 0 {
+		if err := writePart(w, textFields("text/html"), []byte(p.HTML)); err != nil {
+			return err
+		}
+		return w.Close()
+	}
+	rw, err := w.CreatePart(rawHeader([]string{"Content-Type: " + mime.FormatMediaType("multipart/related",
+		map[string]string{"boundary": in.boundary, "type": "text/html"}) + "\r\n"}))
+	if err != nil {
+		return err
+	}
+	if err := writePart(rw, textFields("text/html"), []byte(p.HTML)); err != nil {
+		return err
+	}
+	for i, f := range in.files {
+		if err := writePart(rw, in.fields[i], f.Data); err != nil {
+			return err
+		}
+	}
+	if err := rw.Close(); err != nil {
 		return err
 	}
 	return w.Close()

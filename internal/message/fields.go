@@ -34,7 +34,16 @@ func (p Params) headerFields() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := fieldList{{"From", from, "from"}, {"To", to, "to"}}
+	f := fieldList{{"From", from, "from"}}
+	if p.Sender != "" {
+		sender, err := formatAddress("sender", "", p.Sender)
+		if err != nil {
+			return nil, err
+		}
+		f = append(f, field{"Sender", sender, "sender"})
+	}
+	toAt := len(f)
+	f = append(f, field{"To", to, "to"})
 	if len(p.VisibleCc) > 0 {
 		list := func(param string, ms []Mailbox) (string, error) {
 			parts := make([]string, len(ms))
@@ -45,7 +54,7 @@ func (p Params) headerFields() ([]string, error) {
 			}
 			return strings.Join(parts, ", "), nil
 		}
-		if f[1].value, err = list("to", p.VisibleTo); err != nil {
+		if f[toAt].value, err = list("to", p.VisibleTo); err != nil {
 			return nil, err
 		}
 		cc, err := list("cc", p.VisibleCc)
@@ -70,9 +79,14 @@ func (p Params) headerFields() ([]string, error) {
 		if checkText("", "", p.ListUnsubscribe) != nil || !isASCII(p.ListUnsubscribe) {
 			return nil, fmt.Errorf("message: List-Unsubscribe %q is not printable ASCII", p.ListUnsubscribe)
 		}
-		f = append(f,
-			field{"List-Unsubscribe", p.ListUnsubscribe, ""},
-			field{"List-Unsubscribe-Post", "List-Unsubscribe=One-Click", ""})
+		f = append(f, field{"List-Unsubscribe", p.ListUnsubscribe, ""})
+		switch p.ListUnsubscribePost {
+		case "":
+			f = append(f, field{"List-Unsubscribe-Post", "List-Unsubscribe=One-Click", ""})
+		case "-":
+		default:
+			f = append(f, field{"List-Unsubscribe-Post", p.ListUnsubscribePost, ""})
+		}
 	}
 	for _, name := range sortedKeys(p.Headers) {
 		if err := CheckHeaderName(name); err != nil {

@@ -96,7 +96,7 @@ func (w *Worker) record(ctx context.Context, d Delivery, transport string, res d
 		"mx_host": e.Host, "stage": e.Stage, "attempt": d.Attempts}
 	if e.Temporary {
 		fail := deliveryEntry(d, event.TemporaryFail, now, details)
-		next, ok := w.cfg.Policy.Next(d.CreatedAt, now, d.Attempts, e.RetryAfter())
+		next, ok := w.cfg.Policy.Next(d.Since(), now, d.Attempts, e.RetryAfter())
 		if !ok {
 			w.finish(ctx, d, Outcome{Transport: transport, State: StateFailed, Code: e.Code, Message: e.Message}, []event.Entry{fail,
 				deliveryEntry(d, event.Failed, now, map[string]any{"reason": "max_age_exceeded", "attempt": d.Attempts})}, nil)
@@ -128,7 +128,7 @@ func (w *Worker) record(ctx context.Context, d Delivery, transport string, res d
 func (w *Worker) retryLater(ctx context.Context, d Delivery, cause error) {
 	w.cfg.Logger.Warn("delivery attempt could not run", "delivery", d.ID, "error", cause)
 	now := w.cfg.Now()
-	next, ok := w.cfg.Policy.Next(d.CreatedAt, now, d.Attempts, 0)
+	next, ok := w.cfg.Policy.Next(d.Since(), now, d.Attempts, 0)
 	if !ok {
 		w.finish(ctx, d, Outcome{State: StateFailed, Message: cause.Error()}, []event.Entry{
 			deliveryEntry(d, event.Failed, now, map[string]any{"reason": "max_age_exceeded", "attempt": d.Attempts})}, nil)

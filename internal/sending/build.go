@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,21 +42,51 @@ func (w *Worker) build(ctx context.Context, dom domain.Domain, d Delivery) ([]by
 			return nil, err
 		}
 	}
+	headers := snd.Headers
+	if _, ok := headers[trackHeader]; ok {
+		// The message's own tracking switches (the /v3/ API's o:tracking).
+		dom.Tracking.Opens, dom.Tracking.Clicks = rawTracking(snd, dom)
+		headers = maps.Clone(headers)
+		delete(headers, trackHeader)
+	}
 	p := message.Params{From: snd.From, FromName: snd.FromName, To: d.Recipient, ToName: snd.Addressing.NameOf(d.Recipient),
 		VisibleTo: snd.Addressing.To, VisibleCc: snd.Addressing.Cc, ReplyTo: snd.ReplyTo,
-		Subject: snd.Subject, Text: snd.Text, HTML: snd.HTML, Headers: snd.Headers,
+		Subject: snd.Subject, Text: snd.Text, HTML: snd.HTML, Headers: headers,
 		MessageID: "<" + d.MessageID + ">", Date: snd.CreatedAt}
 	for _, a := range atts {
-		p.Attachments = append(p.Attachments, message.Attachment{Filename: a.Filename, ContentType: a.ContentType, Data: a.Data})
+		p.Attachments = append(p.Attachments, message.Attachment{Filename: a.Filename, ContentType: a.ContentType, Data: a.Data, ContentID: a.ContentID})
 	}
 	if w.cfg.Tracking != nil {
 		w.cfg.Tracking.Apply(&p, dom, d.ID)
 	}
+	ownHeaders(&p)
 	raw, err := message.Build(p)
 	if err != nil {
 		return nil, err
 	}
 	return w.sign(dom, raw)
+}
+
+// ownHeaders moves the sender's Sender and List-Unsubscribe from the
+// stored headers into the fields Build writes; the sender's unsubscribe
+// replaces the domain's.
+func ownHeaders(p *message.Params) {
+	v, ok := p.Headers[senderHeader]
+	lu, hasLU := p.Headers[listUnsubHeader]
+	_, hasPost := p.Headers[listPostHeader]
+	if !ok && !hasLU && !hasPost {
+		return
+	}
+	p.Headers = maps.Clone(p.Headers)
+	if ok {
+		p.Sender = v
+	}
+	if hasLU {
+		p.ListUnsubscribe, p.ListUnsubscribePost = lu, p.Headers[listPostHeader]
+	}
+	for _, h := range []string{senderHeader, listUnsubHeader, listPostHeader} {
+		delete(p.Headers, h)
+	}
 }
 
 func (w *Worker) sign(dom domain.Domain, raw []byte) ([]byte, error) {

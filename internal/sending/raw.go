@@ -22,6 +22,7 @@ type RawMessage struct {
 	MessageID  string   // its Message-ID, without angle brackets
 	Subject    string   // for the log
 	Tags       string   // comma-separated, from X-Postline-Tag
+	DeliverAt  string   // X-Postline-Deliver-At (RFC 3339), "" for at once
 	// HTML is the decoded first HTML part: the page click tokens index.
 	HTML string
 	// Track is X-Postline-Track ("opens", "clicks", "opens,clicks",
@@ -55,6 +56,12 @@ func (s *Service) AcceptRaw(ctx context.Context, d domain.Domain, accountID int6
 	if err := d.CheckReadable(); err != nil {
 		return Accepted{}, err
 	}
+	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
+	fe := apperr.FieldErrors{}
+	p := personal{deliverAt: s.deliverAt(fe, m.DeliverAt, now)}
+	if err := fe.Err(); err != nil {
+		return Accepted{}, err
+	}
 	var to []string
 	seen := map[string]bool{}
 	for _, r := range m.Recipients {
@@ -72,9 +79,8 @@ func (s *Service) AcceptRaw(ctx context.Context, d domain.Domain, accountID int6
 	if err != nil {
 		return Accepted{}, err
 	}
-	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 	snd := &Send{DomainID: d.ID, AccountID: accountID, From: m.From, Subject: m.Subject, Tags: m.Tags, HTML: m.HTML,
-		Headers: map[string]string{}, Raw: m.Data, CreatedAt: now, Processed: true}
+		Headers: map[string]string{}, Raw: m.Data, CreatedAt: now, Processed: true, DeliverAt: p.deliverAtPtr()}
 	if m.Track != "" {
 		snd.Headers[trackHeader] = m.Track
 	}
@@ -87,12 +93,15 @@ func (s *Service) AcceptRaw(ctx context.Context, d domain.Domain, accountID int6
 			continue
 		}
 		ds = append(ds, Delivery{DomainID: d.ID, MessageID: m.MessageID, Recipient: rc, State: StatePending,
-			NextAttemptAt: now, CreatedAt: now, Sender: snd.From, Subject: snd.Subject, Tags: snd.Tags})
+			NextAttemptAt: p.at(now), CreatedAt: now, Sender: snd.From, Subject: snd.Subject, Tags: snd.Tags})
 	}
-	if err := s.commitSend(ctx, snd, nil, ds, dropped, map[string]any{"via": "smtp"}); err != nil {
+	details := queuedDetails(0, p, now)
+	delete(details, "attachments")
+	details["via"] = "smtp"
+	if err := s.commitSend(ctx, snd, nil, ds, dropped, details); err != nil {
 		return Accepted{}, err
 	}
-	acc := Accepted{Queued: len(ds), Suppressed: len(dropped), MessageIDs: []string{m.MessageID}}
+	acc := Accepted{Queued: len(ds), Suppressed: len(dropped), MessageIDs: []string{m.MessageID}, DeliverAt: p.deliverAt}
 	return acc, nil
 }
 

@@ -3,6 +3,8 @@ package sending
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/postline/postline/internal/domain"
+	"maps"
 	"net/mail"
 	"strings"
 	"unicode"
@@ -29,6 +31,95 @@ type Request struct {
 	// Cc and Bcc are further recipients (repeatable or comma-separated,
 	// like To): cc ones are shown to everyone, bcc ones to nobody.
 	Cc, Bcc []string
+	// Template names a stored template (its active version, or
+	// TemplateVersion) used instead of Subject, Text and HTML.
+	Template, TemplateVersion string
+	// Variables is a JSON object the template is rendered with;
+	// RecipientVariables, a JSON object of such objects keyed by
+	// recipient, makes one message per recipient.
+	Variables, RecipientVariables string
+	// DeliverAt (RFC 3339) holds the message in the queue until then.
+	DeliverAt string
+	// Percent selects Mailgun's %recipient.KEY% substitution (in the
+	// subject, both bodies and header values) instead of Handlebars for
+	// RecipientVariables: the /v3/ API's batch syntax.
+	Percent bool
+	// TrackOpens and TrackClicks override the domain's tracking for this
+	// message (nil: the domain's).
+	TrackOpens, TrackClicks *bool
+	// Sender, ListUnsubscribe and ListUnsubscribePost are headers the
+	// service otherwise writes itself, given by the /v3/ API's h:
+	// parameters: the sender's own unsubscribe replaces the domain's for
+	// the message. The caller checks that Sender is the account's.
+	Sender, ListUnsubscribe, ListUnsubscribePost string
+	// TestMode accepts and logs the message (queued entries with
+	// details.testmode) without queueing a delivery: Mailgun's o:testmode.
+	TestMode bool
+}
+
+// The service's own names, in a send's stored headers, for what the worker
+// writes as Sender and List-Unsubscribe(-Post).
+const (
+	senderHeader    = "X-Postline-Sender"
+	listUnsubHeader = "X-Postline-List-Unsubscribe"
+	listPostHeader  = "X-Postline-List-Unsubscribe-Post"
+)
+
+// ownHeaders checks the request's Sender and List-Unsubscribe fields and
+// returns them under the service's names.
+func (r Request) ownHeaders(fe apperr.FieldErrors) map[string]string {
+	if r.Sender == "" && r.ListUnsubscribe == "" && r.ListUnsubscribePost == "" {
+		return nil
+	}
+	out := map[string]string{}
+	if r.Sender != "" {
+		if a, err := emailaddr.Parse(strings.TrimSpace(r.Sender)); err != nil || a.Literal || !a.Strict() {
+			fe.Add("sender", "The Sender header must be one email address.")
+		} else {
+			out[senderHeader] = a.Normalized()
+		}
+	}
+	if r.ListUnsubscribe != "" {
+		v := strings.TrimSpace(r.ListUnsubscribe)
+		if err := message.CheckHeaderValue("List-Unsubscribe", v); err != nil || !strings.HasPrefix(v, "<") || strings.ContainsFunc(v, func(c rune) bool { return c > 0x7e }) {
+			fe.Add("list_unsubscribe", "The List-Unsubscribe header must be one line of <URI> entries in ASCII (RFC 2369).")
+		} else {
+			out[listUnsubHeader] = v
+			out[listPostHeader] = "-"
+		}
+	}
+	if r.ListUnsubscribePost != "" {
+		if strings.TrimSpace(r.ListUnsubscribePost) != "List-Unsubscribe=One-Click" || r.ListUnsubscribe == "" {
+			fe.Add("list_unsubscribe_post", "The List-Unsubscribe-Post header must be List-Unsubscribe=One-Click (RFC 8058), with a List-Unsubscribe.")
+		} else {
+			out[listPostHeader] = "List-Unsubscribe=One-Click"
+		}
+	}
+	return out
+}
+
+// trackOverride is the X-Postline-Track value that carries a request's
+// tracking switches to the worker ("" when the domain's apply).
+func (r Request) trackOverride(dom domain.Domain) string {
+	if r.TrackOpens == nil && r.TrackClicks == nil {
+		return ""
+	}
+	opens, clicks := dom.Tracking.Opens, dom.Tracking.Clicks
+	if r.TrackOpens != nil {
+		opens = *r.TrackOpens
+	}
+	if r.TrackClicks != nil {
+		clicks = *r.TrackClicks
+	}
+	switch {
+	case opens && clicks:
+		return "opens,clicks"
+	case opens:
+		return "opens"
+	case clicks:
+		return "clicks"
+	}
+	return "none"
 }
 
 // Limits bound one request. Zero values take the defaults.
@@ -82,25 +173,9 @@ func validate(r Request, domainName string, lim Limits) (checked, error) {
 		}
 	}
 	c.to, c.addressing = allRecipients(fe, r, lim.MaxRecipients)
-	switch {
-	case strings.TrimSpace(r.Subject) == "":
-		fe.Add("subject", "The subject field is required.")
-	case utf8.RuneCountInString(r.Subject) > 998:
-		fe.Add("subject", "The subject must not be greater than 998 characters.")
-	default:
-		// The checks the message build makes, so that what is accepted can
-		// be built: one line, no control characters, foldable.
-		if err := message.CheckHeaderValue("Subject", r.Subject); err != nil {
-			fe.Add("subject", "The subject "+problem(err))
-		}
-	}
-	if strings.TrimSpace(r.Text) == "" {
-		fe.Add("text", "The text field is required.")
-	}
-	for field, v := range map[string]string{"text": r.Text, "html": r.HTML, "tags": r.Tags} {
-		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-			fe.Add(field, "The "+field+" field must be valid UTF-8 without NUL characters.")
-		}
+	checkContent(fe, r.Subject, r.Text, r.HTML)
+	if !utf8.ValidString(r.Tags) || strings.ContainsRune(r.Tags, 0) {
+		fe.Add("tags", "The tags field must be valid UTF-8 without NUL characters.")
 	}
 	if r.ReplyTo != "" {
 		if rt, ok := address(fe, "reply_to", r.ReplyTo, false); ok && fromOK && !sameRegistrable(rt.ASCIIDomain, from.ASCIIDomain) {
@@ -108,11 +183,39 @@ func validate(r Request, domainName string, lim Limits) (checked, error) {
 		}
 	}
 	c.headers = customHeaders(fe, r.Headers)
+	if own := r.ownHeaders(fe); len(own) > 0 && c.headers != nil {
+		// After customHeaders, which refuses these names from senders.
+		maps.Copy(c.headers, own)
+	}
 	if len(r.Tags) > 255 || strings.ContainsFunc(r.Tags, unicode.IsControl) {
 		fe.Add("tags", "The tags must be one line of at most 255 characters without control characters.")
 	}
 	attachmentLimits(fe, r.Attachments, lim)
 	return c, fe.Err()
+}
+
+// checkContent makes the checks the message build relies on: a subject of
+// one foldable line without control characters, a text part, valid UTF-8.
+// Rendered template output goes through them too.
+func checkContent(fe apperr.FieldErrors, subject, text, html string) {
+	switch {
+	case strings.TrimSpace(subject) == "":
+		fe.Add("subject", "The subject field is required.")
+	case utf8.RuneCountInString(subject) > 998:
+		fe.Add("subject", "The subject must not be greater than 998 characters.")
+	default:
+		if err := message.CheckHeaderValue("Subject", subject); err != nil {
+			fe.Add("subject", "The subject "+problem(err))
+		}
+	}
+	if strings.TrimSpace(text) == "" {
+		fe.Add("text", "The text field is required.")
+	}
+	for field, v := range map[string]string{"text": text, "html": html} {
+		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			fe.Add(field, "The "+field+" field must be valid UTF-8 without NUL characters.")
+		}
+	}
 }
 
 func address(fe apperr.FieldErrors, field, s string, required bool) (emailaddr.Address, bool) {
@@ -274,6 +377,9 @@ func attachmentLimits(fe apperr.FieldErrors, atts []Attachment, lim Limits) {
 	for i, a := range atts {
 		if len(a.ContentType) > 255 || !utf8.ValidString(a.ContentType) || strings.ContainsFunc(a.ContentType, unicode.IsControl) {
 			fe.Add(fmt.Sprintf("attachments.%d", i), fmt.Sprintf("The content type of attachment %q must be at most 255 printable characters.", a.Filename))
+		}
+		if a.ContentID != "" && !message.ValidContentID(a.ContentID) {
+			fe.Add(fmt.Sprintf("attachments.%d", i), fmt.Sprintf("The inline file %q names its Content-ID: use a name of printable ASCII without spaces, <, > or quotes.", a.Filename))
 		}
 		if !utf8.ValidString(a.Filename) || strings.ContainsFunc(a.Filename, unicode.IsControl) {
 			fe.Add(fmt.Sprintf("attachments.%d", i), "The attachment's file name must be valid UTF-8 without control characters.")

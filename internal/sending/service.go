@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -23,6 +24,10 @@ type Config struct {
 	// password) before they are stored; nil stores them as given.
 	Sealer Sealer
 	Now    func() time.Time
+	// Templates finds stored templates; nil refuses the template field.
+	Templates TemplateLoader
+	// MaxSchedule bounds deliver_at (default DefaultMaxSchedule).
+	MaxSchedule time.Duration
 }
 
 // Sealer encrypts values kept until a job has used them (secret.Box).
@@ -65,11 +70,18 @@ type Accepted struct {
 	Suppressed  int
 	Attachments int
 	Watermarked int // attachments the watermark applies to (PDF, PNG, JPEG)
+	// DeliverAt is when the messages are due (zero: at once).
+	DeliverAt time.Time
 }
 
 // Accept validates a request for domain d and queues one delivery per
 // recipient that is not suppressed, committing before it returns.
 func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, r Request) (Accepted, error) {
+	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
+	p, err := s.personalise(ctx, d.ID, &r, now)
+	if err != nil {
+		return Accepted{}, err
+	}
 	c, err := validate(r, d.Name, s.cfg.Limits)
 	if err != nil {
 		return Accepted{}, err
@@ -98,10 +110,29 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 	if err != nil {
 		return Accepted{}, err
 	}
-	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
+	if p.percent {
+		p.srcHeaders = c.headers
+		if !p.batch() {
+			_, c.headers = p.renderPercent(nil)
+		}
+	}
+	if t := r.trackOverride(d); t != "" {
+		// After validation, which refuses X-Postline-* from senders.
+		c.headers = maps.Clone(c.headers)
+		c.headers[trackHeader] = t
+		if p.srcHeaders != nil {
+			p.srcHeaders = c.headers
+		}
+	}
+	if r.TestMode {
+		return s.acceptTest(ctx, d, accountID, r, c, now)
+	}
+	if p.batch() {
+		return s.acceptBatch(ctx, d, accountID, r, c, p, verdicts, now)
+	}
 	snd := &Send{DomainID: d.ID, AccountID: accountID, From: strings.TrimSpace(r.From), FromName: r.FromName,
 		ReplyTo: strings.TrimSpace(r.ReplyTo), Subject: r.Subject, Text: r.Text, HTML: r.HTML, Headers: c.headers,
-		Options: sealOptions(s.cfg.Sealer, r.Options), Tags: r.Tags, CreatedAt: now, Addressing: c.addressing}
+		Options: sealOptions(s.cfg.Sealer, r.Options), Tags: r.Tags, CreatedAt: now, Addressing: c.addressing, DeliverAt: p.deliverAtPtr()}
 	var ds []Delivery
 	var dropped []event.Entry
 	for _, to := range c.to {
@@ -112,12 +143,12 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 			continue
 		}
 		ds = append(ds, Delivery{DomainID: d.ID, MessageID: id, Recipient: to, State: StatePending,
-			NextAttemptAt: now, CreatedAt: now, Sender: snd.From, Subject: snd.Subject, Tags: snd.Tags})
+			NextAttemptAt: p.at(now), CreatedAt: now, Sender: snd.From, Subject: snd.Subject, Tags: snd.Tags})
 	}
-	if err := s.commitSend(ctx, snd, r.Attachments, ds, dropped, map[string]any{"attachments": len(r.Attachments)}); err != nil {
+	if err := s.commitSend(ctx, snd, r.Attachments, ds, dropped, queuedDetails(len(r.Attachments), p, now)); err != nil {
 		return Accepted{}, err
 	}
-	acc := Accepted{Queued: len(ds), Suppressed: len(dropped), Attachments: len(r.Attachments)}
+	acc := Accepted{Queued: len(ds), Suppressed: len(dropped), Attachments: len(r.Attachments), DeliverAt: p.deliverAt}
 	if opts.Watermark.Enabled {
 		acc.Watermarked = attach.Watermarkable(files)
 	}
@@ -139,12 +170,15 @@ func (a Accepted) Message() string {
 	if a.Watermarked > 0 {
 		msg += fmt.Sprintf(" %d attachment(s) will be watermarked.", a.Watermarked)
 	}
+	if !a.DeliverAt.IsZero() {
+		msg += " Scheduled for " + a.DeliverAt.UTC().Format(time.RFC3339) + "."
+	}
 	return msg
 }
 
 func entry(domainID int64, messageID string, t event.Type, s *Send, to string, at time.Time, details map[string]any) event.Entry {
 	return event.Entry{DomainID: domainID, MessageID: messageID, Type: t, Sender: s.From, Recipient: to,
-		Subject: s.Subject, Tags: s.Tags, CreatedAt: at, Details: event.NewDetails(details)}
+		Subject: s.Subject, Tags: s.Tags, CreatedAt: at, Details: event.NewDetails(event.WithUserVariables(details, s.Headers[event.UserVariablesHeader]))}
 }
 
 // IdempotencyPending is how long a reserved Idempotency-Key whose request

@@ -18,12 +18,16 @@ const (
 	StateDelivered = "delivered"
 	StateFailed    = "failed"
 	StateBounced   = "bounced"
+	// StateCancelled is a delivery its sender cancelled before it was sent.
+	StateCancelled = "cancelled"
 )
 
 // Attachment is a file as stored with a send.
 type Attachment struct {
 	Filename, ContentType string
 	Data                  []byte
+	// ContentID makes the file an inline part of the HTML (cid:ContentID).
+	ContentID string
 }
 
 // Send is one accepted request's content.
@@ -45,6 +49,9 @@ type Send struct {
 	// Addressing is what the To and Cc headers show when the request had
 	// cc recipients or display names; empty otherwise.
 	Addressing Addressing
+	// DeliverAt is the time the sender scheduled the message for (nil: at
+	// once).
+	DeliverAt *time.Time
 	// Raw is a message submitted over SMTP, as the client sent it (Bcc
 	// removed, Message-ID and Date added when missing): sent as it is to
 	// every recipient, DKIM-signed, instead of being built from the fields.
@@ -65,6 +72,17 @@ type Delivery struct {
 	CreatedAt     time.Time
 	// From the send, for log entries.
 	Sender, Subject, Tags string
+	DeliverAt             *time.Time // scheduled time, nil: at once
+	UserVars              string     // the send's user variables JSON (event.UserVariablesHeader), "" for none
+}
+
+// Since is when the message's age starts: its scheduled time, or when it
+// was accepted. Retries give up relative to it.
+func (d Delivery) Since() time.Time {
+	if d.DeliverAt != nil && d.DeliverAt.After(d.CreatedAt) {
+		return *d.DeliverAt
+	}
+	return d.CreatedAt
 }
 
 // Outcome is what an attempt did to a delivery.
@@ -120,6 +138,18 @@ type Store interface {
 	// a completion whose lease was lost writes nothing (no state, entries
 	// or bounce) while the others in the batch are written.
 	CompleteMany(ctx context.Context, owner string, cs []Completion) (held []bool, err error)
+	// MessageDeliveries returns the deliveries of a message id in the
+	// domain, oldest first (several share an id when submitted over SMTP).
+	MessageDeliveries(ctx context.Context, domainID int64, messageID string) ([]MessageDelivery, error)
+	// CancelMessage sets the message's deliveries that are not being or
+	// have not been sent to cancelled, recording entries(cancelled) in the
+	// same transaction, and returns them.
+	CancelMessage(ctx context.Context, domainID int64, messageID string, now time.Time,
+		entries func([]Delivery) []event.Entry) ([]Delivery, error)
+	// SendHeaders returns the custom headers of the sends behind message
+	// ids of the domain, by message id (ids that are not the domain's are
+	// absent).
+	SendHeaders(ctx context.Context, domainID int64, messageIDs []string) (map[string]map[string]string, error)
 	// Release returns a leased delivery to deferred, due at next, and
 	// takes back the attempt it counted (the attempt never happened).
 	Release(ctx context.Context, id int64, owner string, next time.Time) error
@@ -165,4 +195,12 @@ func (a Addressing) NameOf(addr string) string {
 		}
 	}
 	return ""
+}
+
+// MessageDelivery is one recipient's state, for the message endpoint.
+type MessageDelivery struct {
+	Delivery
+	LastCode    int
+	LastMessage string
+	UpdatedAt   time.Time
 }

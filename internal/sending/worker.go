@@ -233,5 +233,5 @@ func (w *Worker) rescueLoop(ctx context.Context) {
 
 func deliveryEntry(d Delivery, t event.Type, at time.Time, details map[string]any) event.Entry {
 	return event.Entry{DomainID: d.DomainID, MessageID: d.MessageID, Type: t, Sender: d.Sender, Recipient: d.Recipient,
-		Subject: d.Subject, Tags: d.Tags, CreatedAt: at.UTC(), Details: event.NewDetails(details)}
+		Subject: d.Subject, Tags: d.Tags, CreatedAt: at.UTC(), Details: event.NewDetails(event.WithUserVariables(details, d.UserVars))}
 }

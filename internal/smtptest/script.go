@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 
 	"github.com/emersion/go-smtp"
 )
@@ -93,4 +95,29 @@ func enhanced(r Reply, msg string) string {
 		e = [3]int{r.Code / 100, 0, 0}
 	}
 	return fmt.Sprintf("%d.%d.%d %s", e[0], e[1], e[2], msg)
+}
+
+// unknown says whether rcpt is at one of Config.OnlyDomains and was never
+// scripted: such a server knows only the scripted mailboxes there.
+func (s *Sink) unknown(rcpt string) bool {
+	_, dom, _ := strings.Cut(key(rcpt), "@")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.Contains(s.cfg.OnlyDomains, dom) {
+		return false
+	}
+	_, scripted := s.known[key(rcpt)]
+	return !scripted
+}
+
+// Known makes rcpt a mailbox of a Config.OnlyDomains domain that accepts.
+func (s *Sink) Known(rcpts ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.known == nil {
+		s.known = map[string]bool{}
+	}
+	for _, r := range rcpts {
+		s.known[key(r)] = true
+	}
 }

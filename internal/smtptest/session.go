@@ -85,6 +85,8 @@ func (ss *session) Rcpt(to string, opts *smtp.RcptOptions) error {
 		if err := apply(ss.conn, r); err != nil {
 			return err
 		}
+	} else if ss.sink.unknown(to) {
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user here"}
 	}
 	ss.rcpts = append(ss.rcpts, to)
 	var o smtp.RcptOptions

@@ -50,6 +50,10 @@ type Config struct {
 	Domain string
 	// ErrorLog receives go-smtp's connection errors. Default: discarded.
 	ErrorLog *log.Logger
+	// OnlyDomains, when set, makes RCPT TO an address at one of these
+	// domains that no Script names answer 550 5.1.1 (a server that is not
+	// a catch-all there); other recipients are accepted as usual.
+	OnlyDomains []string
 }
 
 // Message is one accepted message as received.
@@ -78,6 +82,7 @@ type Sink struct {
 	arrived     chan struct{} // closed and replaced on every new message
 	rcptScripts map[string][]Reply
 	dataScripts map[string][]Reply
+	known       map[string]bool // mailboxes at Config.OnlyDomains
 	closeOnce   sync.Once
 	closeErr    error
 }
@@ -223,3 +228,35 @@ func (l *countingListener) Accept() (net.Conn, error) {
 
 // key is the map key for a recipient: addresses compare case-insensitively.
 func key(addr string) string { return strings.ToLower(addr) }
+
+// Silent listens on addr ("127.0.0.3:2525") and accepts connections
+// without ever sending a greeting: a server that hangs, for the time
+// budgets of clients. It stops when the test ends.
+func Silent(t testing.TB, addr string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("smtptest: %v", err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+}

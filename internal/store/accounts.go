@@ -105,16 +105,31 @@ func (s Accounts) CountAccounts(ctx context.Context) (int, error) {
 // CreateKey implements account.Store.
 func (s Accounts) CreateKey(ctx context.Context, k account.Key, hash string) (account.Key, error) {
 	err := s.db.w.QueryRowContext(ctx,
-		`INSERT INTO api_keys (account_id, name, prefix, hash, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
-		k.AccountID, k.Name, k.Prefix, hash, ms(k.CreatedAt)).Scan(&k.ID)
+		`INSERT INTO api_keys (account_id, name, prefix, hash, created_at, scopes, domains, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+		k.AccountID, k.Name, k.Prefix, hash, ms(k.CreatedAt), account.JoinList(k.Scopes), account.JoinList(k.Domains), msPtr(k.ExpiresAt)).Scan(&k.ID)
 	return k, notFound(err, "key")
 }
 
-const keyCols = `k.id, k.account_id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at`
+const keyCols = `k.id, k.account_id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at, k.scopes, k.domains, k.expires_at`
 
-func scanKey(dest []any) (*account.Key, []any) {
-	k := &account.Key{}
-	return k, append(dest, &k.ID, &k.AccountID, &k.Name, &k.Prefix)
+// keyRow scans keyCols.
+type keyRow struct {
+	k                      account.Key
+	created                int64
+	used, revoked, expires sql.NullInt64
+	scopes, domains        string
+}
+
+func (r *keyRow) dest() []any {
+	return []any{&r.k.ID, &r.k.AccountID, &r.k.Name, &r.k.Prefix, &r.created, &r.used, &r.revoked, &r.scopes, &r.domains, &r.expires}
+}
+
+func (r *keyRow) key() account.Key {
+	k := r.k
+	k.CreatedAt, k.LastUsedAt, k.RevokedAt, k.ExpiresAt = fromMS(r.created), nullMS(r.used), nullMS(r.revoked), nullMS(r.expires)
+	k.Scopes, k.Domains = account.SplitList(r.scopes), account.SplitList(r.domains)
+	return k
 }
 
 // ListKeys implements account.Store.
@@ -126,14 +141,11 @@ func (s Accounts) ListKeys(ctx context.Context, accountID int64) ([]account.Key,
 	defer rows.Close()
 	var out []account.Key
 	for rows.Next() {
-		var created int64
-		var used, revoked sql.NullInt64
-		k, dest := scanKey(nil)
-		if err := rows.Scan(append(dest, &created, &used, &revoked)...); err != nil {
+		var kr keyRow
+		if err := rows.Scan(kr.dest()...); err != nil {
 			return nil, notFound(err, "keys")
 		}
-		k.CreatedAt, k.LastUsedAt, k.RevokedAt = fromMS(created), nullMS(used), nullMS(revoked)
-		out = append(out, *k)
+		out = append(out, kr.key())
 	}
 	return out, notFound(rows.Err(), "keys")
 }
@@ -145,16 +157,22 @@ func (s Accounts) RevokeKey(ctx context.Context, id int64, now time.Time) error 
 
 // KeyByHash implements account.Store.
 func (s Accounts) KeyByHash(ctx context.Context, hash string) (account.Key, account.Account, error) {
-	var created, aCreated int64
-	var used, revoked, disabled sql.NullInt64
+	var aCreated int64
+	var disabled sql.NullInt64
 	var a account.Account
-	k, dest := scanKey(nil)
+	var kr keyRow
 	err := s.db.rd.QueryRowContext(ctx, `SELECT `+keyCols+`, a.id, a.login, a.created_at, a.disabled_at, a.is_admin
 		FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = $1`, hash).
-		Scan(append(dest, &created, &used, &revoked, &a.ID, &a.Login, &aCreated, &disabled, &a.Admin)...)
-	k.CreatedAt, k.LastUsedAt, k.RevokedAt = fromMS(created), nullMS(used), nullMS(revoked)
+		Scan(append(kr.dest(), &a.ID, &a.Login, &aCreated, &disabled, &a.Admin)...)
 	a.CreatedAt, a.DisabledAt = fromMS(aCreated), nullMS(disabled)
-	return *k, a, notFound(err, "key")
+	return kr.key(), a, notFound(err, "key")
+}
+
+// KeyByID implements account.Store.
+func (s Accounts) KeyByID(ctx context.Context, id int64) (account.Key, error) {
+	var kr keyRow
+	err := s.db.rd.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.id = $1`, id).Scan(kr.dest()...)
+	return kr.key(), notFound(err, "key")
 }
 
 // TouchKey implements account.Store.

@@ -307,9 +307,12 @@ func (e Events) where(f event.Filter) (string, []any) {
 func (e Events) List(ctx context.Context, f event.Filter) ([]event.Entry, error) {
 	where, args := e.where(f)
 	q := `SELECT ` + eventCols + ` FROM events WHERE ` + where
-	if f.Order == event.OldestFirst {
+	switch f.Order {
+	case event.OldestFirst:
 		q += ` ORDER BY id`
-	} else {
+	case event.NewestIDFirst:
+		q += ` ORDER BY id DESC`
+	default:
 		q += ` ORDER BY created_at DESC, id DESC`
 	}
 	args = append(args, f.Limit)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,8 +33,8 @@ func (s Sending) Enqueue(ctx context.Context, snd *sending.Send, atts []sending.
 
 func insertAttachments(ctx context.Context, q Querier, sendID int64, atts []sending.Attachment) error {
 	for i, a := range atts {
-		if _, err := q.ExecContext(ctx, `INSERT INTO send_attachments (send_id, idx, filename, content_type, data)
-			VALUES ($1, $2, $3, $4, $5)`, sendID, i, a.Filename, a.ContentType, a.Data); err != nil {
+		if _, err := q.ExecContext(ctx, `INSERT INTO send_attachments (send_id, idx, filename, content_type, data, content_id)
+			VALUES ($1, $2, $3, $4, $5, $6)`, sendID, i, a.Filename, a.ContentType, a.Data, a.ContentID); err != nil {
 			return notFound(err, "attachment")
 		}
 	}
@@ -41,7 +42,21 @@ func insertAttachments(ctx context.Context, q Querier, sendID int64, atts []send
 }
 
 const claimedCols = `d.id, d.send_id, d.domain_id, d.message_id, d.recipient, d.state, d.attempts, d.next_attempt_at,
-	d.created_at, s.from_addr, s.subject, s.tags`
+	d.created_at, s.from_addr, s.subject, s.tags, s.deliver_at, `
+
+// userVarsSQLite and userVarsPG read the user variables header out of a
+// send's headers JSON (sends s), "" when absent.
+const (
+	userVarsSQLite = `COALESCE(json_extract(s.headers, '$."X-Mailgun-Variables"'), '')`
+	userVarsPG     = `COALESCE(s.headers::jsonb ->> 'X-Mailgun-Variables', '')`
+)
+
+func (db *DB) userVarsCol() string {
+	if db.Dialect == Postgres {
+		return userVarsPG
+	}
+	return userVarsSQLite
+}
 
 const claimDue = `UPDATE deliveries SET state = 'sending', lease_owner = $1, lease_until = $2,
 			attempts = attempts + 1, updated_at = $3
@@ -58,12 +73,22 @@ func (s Sending) Claim(ctx context.Context, owner string, now, leaseUntil time.T
 	if s.db.Dialect == Postgres {
 		query = strings.Replace(claimDue, "LIMIT $4)", "LIMIT $4 FOR UPDATE SKIP LOCKED)", 1)
 	}
-	var out []sending.Delivery
 	s.stmts.warm(ctx)
-	err := s.db.InTx(ctx, func(q Querier) error {
+	return s.transition(ctx, func(q Querier) (*sql.Rows, error) {
 		rows, err := s.stmts.query(ctx, q, query, owner, ms(leaseUntil), ms(now), limit)
+		return rows, notFound(err, "deliveries")
+	}, entries)
+}
+
+// transition runs an UPDATE ... RETURNING id, loads the rows it changed and
+// records entries(them), in one transaction.
+func (s Sending) transition(ctx context.Context, update func(q Querier) (*sql.Rows, error),
+	entries func([]sending.Delivery) []event.Entry) ([]sending.Delivery, error) {
+	var out []sending.Delivery
+	err := s.db.InTx(ctx, func(q Querier) error {
+		rows, err := update(q)
 		if err != nil {
-			return notFound(err, "deliveries")
+			return err
 		}
 		ids, err := scanIDs(rows)
 		if err != nil || len(ids) == 0 {
@@ -92,7 +117,7 @@ func scanIDs(rows *sql.Rows) ([]int64, error) {
 
 // loadClaimedSQLite takes the ids as one JSON array, so that its text is
 // the same for any count and stays prepared.
-const loadClaimedSQLite = `SELECT ` + claimedCols + ` FROM deliveries d JOIN sends s ON s.id = d.send_id
+const loadClaimedSQLite = `SELECT ` + claimedCols + userVarsSQLite + ` FROM deliveries d JOIN sends s ON s.id = d.send_id
 		WHERE d.id IN (SELECT value FROM json_each($1)) ORDER BY d.id`
 
 func (s Sending) loadDeliveries(ctx context.Context, q Querier, ids []int64) ([]sending.Delivery, error) {
@@ -103,7 +128,7 @@ func (s Sending) loadDeliveries(ctx context.Context, q Querier, ids []int64) ([]
 		rows, err = s.stmts.query(ctx, q, loadClaimedSQLite, string(list))
 	} else {
 		in, args := inList(ids)
-		rows, err = q.QueryContext(ctx, `SELECT `+claimedCols+` FROM deliveries d JOIN sends s ON s.id = d.send_id
+		rows, err = q.QueryContext(ctx, `SELECT `+claimedCols+userVarsPG+` FROM deliveries d JOIN sends s ON s.id = d.send_id
 		WHERE d.id IN (`+in+`) ORDER BY d.id`, args...)
 	}
 	if err != nil {
@@ -114,11 +139,12 @@ func (s Sending) loadDeliveries(ctx context.Context, q Querier, ids []int64) ([]
 	for rows.Next() {
 		var d sending.Delivery
 		var next, created int64
+		var deliverAt sql.NullInt64
 		if err := rows.Scan(&d.ID, &d.SendID, &d.DomainID, &d.MessageID, &d.Recipient, &d.State, &d.Attempts, &next,
-			&created, &d.Sender, &d.Subject, &d.Tags); err != nil {
+			&created, &d.Sender, &d.Subject, &d.Tags, &deliverAt, &d.UserVars); err != nil {
 			return nil, err
 		}
-		d.NextAttemptAt, d.CreatedAt = fromMS(next), fromMS(created)
+		d.NextAttemptAt, d.CreatedAt, d.DeliverAt = fromMS(next), fromMS(created), nullMS(deliverAt)
 		out = append(out, d)
 	}
 	return out, rows.Err()
@@ -183,7 +209,7 @@ func (s Sending) LoadSend(ctx context.Context, id int64) (sending.Send, []sendin
 	if err := parseAddressing(addressing, &snd); err != nil {
 		return snd, nil, err
 	}
-	rows, err := s.db.rd.QueryContext(ctx, `SELECT filename, content_type, data FROM send_attachments WHERE send_id = $1 ORDER BY idx`, id)
+	rows, err := s.db.rd.QueryContext(ctx, `SELECT filename, content_type, data, content_id FROM send_attachments WHERE send_id = $1 ORDER BY idx`, id)
 	if err != nil {
 		return snd, nil, notFound(err, "attachments")
 	}
@@ -191,7 +217,7 @@ func (s Sending) LoadSend(ctx context.Context, id int64) (sending.Send, []sendin
 	var atts []sending.Attachment
 	for rows.Next() {
 		var a sending.Attachment
-		if err := rows.Scan(&a.Filename, &a.ContentType, &a.Data); err != nil {
+		if err := rows.Scan(&a.Filename, &a.ContentType, &a.Data, &a.ContentID); err != nil {
 			return snd, nil, err
 		}
 		atts = append(atts, a)
@@ -258,4 +284,71 @@ func (s Sending) Forget(ctx context.Context, accountID int64, key, token string)
 	_, err := s.db.w.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND status = 0
 		AND response = $3`, accountID, key, token)
 	return notFound(err, "idempotency key")
+}
+
+const messageCols = `d.id, d.send_id, d.domain_id, d.message_id, d.recipient, d.state, d.attempts, d.next_attempt_at,
+	d.created_at, s.from_addr, s.subject, s.tags, s.deliver_at, COALESCE(d.last_code, 0), COALESCE(d.last_message, ''), d.updated_at`
+
+// MessageDeliveries implements sending.Store.
+func (s Sending) MessageDeliveries(ctx context.Context, domainID int64, messageID string) ([]sending.MessageDelivery, error) {
+	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+messageCols+` FROM deliveries d JOIN sends s ON s.id = d.send_id
+		WHERE d.domain_id = $1 AND d.message_id = $2 ORDER BY d.id LIMIT 1000`, domainID, messageID)
+	if err != nil {
+		return nil, notFound(err, "deliveries")
+	}
+	defer rows.Close()
+	var out []sending.MessageDelivery
+	for rows.Next() {
+		var m sending.MessageDelivery
+		var next, created, updated int64
+		var deliverAt sql.NullInt64
+		d := &m.Delivery
+		if err := rows.Scan(&d.ID, &d.SendID, &d.DomainID, &d.MessageID, &d.Recipient, &d.State, &d.Attempts, &next,
+			&created, &d.Sender, &d.Subject, &d.Tags, &deliverAt, &m.LastCode, &m.LastMessage, &updated); err != nil {
+			return nil, notFound(err, "deliveries")
+		}
+		d.NextAttemptAt, d.CreatedAt, d.DeliverAt, m.UpdatedAt = fromMS(next), fromMS(created), nullMS(deliverAt), fromMS(updated)
+		out = append(out, m)
+	}
+	return out, notFound(rows.Err(), "deliveries")
+}
+
+// CancelMessage implements sending.Store. The state condition makes it
+// race-free against a worker's claim: a delivery is either claimed
+// (sending) or cancelled, never both.
+func (s Sending) CancelMessage(ctx context.Context, domainID int64, messageID string, now time.Time,
+	entries func([]sending.Delivery) []event.Entry) ([]sending.Delivery, error) {
+	out, err := s.transition(ctx, func(q Querier) (*sql.Rows, error) {
+		return q.QueryContext(ctx, `UPDATE deliveries SET state = 'cancelled', updated_at = $3
+			WHERE domain_id = $1 AND message_id = $2 AND state IN ('pending', 'deferred') RETURNING id`, domainID, messageID, ms(now))
+	}, entries)
+	return out, notFound(err, "deliveries")
+}
+
+// SendHeaders implements sending.Store.
+func (s Sending) SendHeaders(ctx context.Context, domainID int64, messageIDs []string) (map[string]map[string]string, error) {
+	args := []any{domainID}
+	marks := make([]string, len(messageIDs))
+	for i, id := range messageIDs {
+		args = append(args, id)
+		marks[i] = "$" + strconv.Itoa(i+2)
+	}
+	rows, err := s.db.rd.QueryContext(ctx, `SELECT DISTINCT d.message_id, s.headers FROM deliveries d JOIN sends s ON s.id = d.send_id
+		WHERE d.domain_id = $1 AND d.message_id IN (`+strings.Join(marks, ",")+`)`, args...)
+	if err != nil {
+		return nil, notFound(err, "sends")
+	}
+	defer rows.Close()
+	out := map[string]map[string]string{}
+	for rows.Next() {
+		var id, headers string
+		if err := rows.Scan(&id, &headers); err != nil {
+			return nil, notFound(err, "sends")
+		}
+		var h map[string]string
+		if json.Unmarshal([]byte(headers), &h) == nil {
+			out[id] = h
+		}
+	}
+	return out, notFound(rows.Err(), "sends")
 }

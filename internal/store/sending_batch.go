@@ -114,8 +114,8 @@ func (c *stmtCache) queryRow(ctx context.Context, q Querier, query string, args 
 
 const (
 	insertSend = `INSERT INTO sends (domain_id, account_id, from_addr, from_name, reply_to, subject,
-			text_body, html_body, headers, options, tags, created_at, raw, addressing)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`
+			text_body, html_body, headers, options, tags, created_at, raw, addressing, deliver_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`
 	insertDelivery = `INSERT INTO deliveries (send_id, domain_id, message_id, recipient, state,
 				next_attempt_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING id`
 )
@@ -161,7 +161,8 @@ func (s Sending) insertJobsEach(ctx context.Context, q Querier, jobs []sending.E
 	for i, j := range jobs {
 		snd := j.Send
 		err := s.stmts.queryRow(ctx, q, insertSend, snd.DomainID, snd.AccountID, snd.From, snd.FromName, snd.ReplyTo,
-			snd.Subject, snd.Text, snd.HTML, headers[i], snd.Options, snd.Tags, ms(snd.CreatedAt), rawOf(snd), addressingOf(snd)).Scan(&snd.ID)
+			snd.Subject, snd.Text, snd.HTML, headers[i], snd.Options, snd.Tags, ms(snd.CreatedAt), rawOf(snd), addressingOf(snd),
+			msPtr(snd.DeliverAt)).Scan(&snd.ID)
 		if err != nil {
 			return notFound(err, "send")
 		}
@@ -200,7 +201,7 @@ func (s Sending) insertJobsPG(ctx context.Context, q Querier, jobs []sending.Enq
 		snd := j.Send
 		snd.ID = sendIDs[i]
 		sends[i] = []any{snd.ID, snd.DomainID, snd.AccountID, snd.From, snd.FromName, snd.ReplyTo, snd.Subject, snd.Text,
-			snd.HTML, headers[i], snd.Options, snd.Tags, ms(snd.CreatedAt), rawOf(snd), addressingOf(snd)}
+			snd.HTML, headers[i], snd.Options, snd.Tags, ms(snd.CreatedAt), rawOf(snd), addressingOf(snd), msPtr(snd.DeliverAt)}
 		for k := range j.Deliveries {
 			d := &j.Deliveries[k]
 			d.SendID, d.ID = snd.ID, deliveryIDs[len(deliveries)]
@@ -209,7 +210,7 @@ func (s Sending) insertJobsPG(ctx context.Context, q Querier, jobs []sending.Enq
 		}
 	}
 	if err := insertValues(ctx, q, `INSERT INTO sends (id, domain_id, account_id, from_addr, from_name, reply_to, subject,
-		text_body, html_body, headers, options, tags, created_at, raw, addressing) VALUES `, sends); err != nil {
+		text_body, html_body, headers, options, tags, created_at, raw, addressing, deliver_at) VALUES `, sends); err != nil {
 		return notFound(err, "send")
 	}
 	if err := insertValues(ctx, q, `INSERT INTO deliveries (id, send_id, domain_id, message_id, recipient, state,
@@ -429,7 +430,7 @@ func (s Sending) LoadSends(ctx context.Context, ids []int64) (map[int64]sending.
 		return nil, notFound(err, "sends")
 	}
 	rows.Close()
-	arows, err := s.db.rd.QueryContext(ctx, `SELECT send_id, filename, content_type, data FROM send_attachments
+	arows, err := s.db.rd.QueryContext(ctx, `SELECT send_id, filename, content_type, data, content_id FROM send_attachments
 		WHERE send_id IN (`+in+`) ORDER BY send_id, idx`, args...)
 	if err != nil {
 		return nil, notFound(err, "attachments")
@@ -438,7 +439,7 @@ func (s Sending) LoadSends(ctx context.Context, ids []int64) (map[int64]sending.
 	for arows.Next() {
 		var id int64
 		var a sending.Attachment
-		if err := arows.Scan(&id, &a.Filename, &a.ContentType, &a.Data); err != nil {
+		if err := arows.Scan(&id, &a.Filename, &a.ContentType, &a.Data, &a.ContentID); err != nil {
 			return nil, notFound(err, "attachments")
 		}
 		if st, ok := out[id]; ok {

@@ -81,10 +81,14 @@ func (s Suppressions) List(ctx context.Context, p suppression.ListParams) ([]sup
 			args = append(args, likePattern(search))
 		}
 	}
+	if p.Source != "" {
+		args = append(args, p.Source)
+		where += ` AND source = $` + strconv.Itoa(len(args))
+	}
 	// Without a search the trigger-kept total answers; with one, counting
 	// the matches is the price (trigram-indexed on PostgreSQL).
 	countQ := `SELECT COALESCE((SELECT n FROM suppression_counts WHERE domain_id = $1 AND type = $2), 0)`
-	if p.Search != "" {
+	if p.Search != "" || p.Source != "" {
 		countQ = `SELECT COUNT(*) FROM ` + from + ` WHERE ` + where
 	}
 	var total int
@@ -127,6 +131,26 @@ func (s Suppressions) Delete(ctx context.Context, domainID, id int64) error {
 		_, err := Meta{db: s.db}.bump(ctx, q, MetaSuppressionsRemoved)
 		return err
 	})
+}
+
+// DeleteAll implements suppression.Store.
+func (s Suppressions) DeleteAll(ctx context.Context, domainID int64, t suppression.Type, source string) (int, error) {
+	var n int64
+	err := s.db.InTx(ctx, func(q Querier) error {
+		query, args := `DELETE FROM suppressions WHERE domain_id = $1 AND type = $2`, []any{domainID, t}
+		if source != "" {
+			query, args = query+` AND source = $3`, append(args, source)
+		}
+		res, err := q.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		if n, _ = res.RowsAffected(); n > 0 {
+			_, err = Meta{db: s.db}.bump(ctx, q, MetaSuppressionsRemoved)
+		}
+		return err
+	})
+	return int(n), notFound(err, "suppressions")
 }
 
 // matchChunk bounds the IN list of one query, well under both engines'

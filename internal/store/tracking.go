@@ -19,8 +19,8 @@ func NewTracking(db *DB) Tracking { return Tracking{db: db} }
 func (s Tracking) Target(ctx context.Context, id int64) (tracking.Target, error) {
 	var t tracking.Target
 	err := s.db.rd.QueryRowContext(ctx, `SELECT d.id, d.send_id, d.domain_id, d.message_id, d.recipient, d.state,
-		s.from_addr, s.subject, s.tags FROM deliveries d JOIN sends s ON s.id = d.send_id WHERE d.id = $1`, id).
-		Scan(&t.DeliveryID, &t.SendID, &t.DomainID, &t.MessageID, &t.Recipient, &t.State, &t.Sender, &t.Subject, &t.Tags)
+		s.from_addr, s.subject, s.tags, `+s.db.userVarsCol()+` FROM deliveries d JOIN sends s ON s.id = d.send_id WHERE d.id = $1`, id).
+		Scan(&t.DeliveryID, &t.SendID, &t.DomainID, &t.MessageID, &t.Recipient, &t.State, &t.Sender, &t.Subject, &t.Tags, &t.UserVars)
 	return t, notFound(err, "delivery")
 }
 

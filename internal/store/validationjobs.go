@@ -19,26 +19,31 @@ var _ validation.JobStore = ValidationJobs{}
 // NewValidationJobs returns the job store.
 func NewValidationJobs(db *DB) ValidationJobs { return ValidationJobs{db: db} }
 
-const jobCols = `id, account_id, status, total, done, valid, invalid, risky, error, waiting_until, created_at, updated_at`
+const jobCols = `id, account_id, status, total, done, valid, invalid, risky, error, waiting_until, created_at, updated_at,
+	check_mailbox, deliverable, undeliverable, risky_deliverability, unknown_deliverability`
 
 func scanJob(row interface{ Scan(...any) error }) (validation.Job, error) {
 	var j validation.Job
 	var waiting sql.NullInt64
 	var created, updated int64
+	var probe, deliverable, undeliverable, risky, unknown int
 	err := row.Scan(&j.ID, &j.AccountID, &j.Status, &j.Total, &j.Done, &j.Valid, &j.Invalid, &j.Risky, &j.Error,
-		&waiting, &created, &updated)
+		&waiting, &created, &updated, &probe, &deliverable, &undeliverable, &risky, &unknown)
 	j.WaitingUntil, j.CreatedAt, j.UpdatedAt = nullMS(waiting), fromMS(created), fromMS(updated)
+	j.CheckMailbox = probe != 0
+	j.Deliverability = map[string]int{validation.Deliverable: deliverable, validation.Undeliverable: undeliverable,
+		validation.Risky: risky, validation.Unknown: unknown}
 	return j, err
 }
 
 // CreateJob implements validation.JobStore: the job and its items in one
 // transaction, items in multi-row inserts.
-func (s ValidationJobs) CreateJob(ctx context.Context, accountID int64, emails []string, now time.Time) (validation.Job, error) {
+func (s ValidationJobs) CreateJob(ctx context.Context, accountID int64, emails []string, checkMailbox bool, now time.Time) (validation.Job, error) {
 	var j validation.Job
 	err := s.db.InTx(ctx, func(q Querier) error {
 		var id int64
-		if err := q.QueryRowContext(ctx, `INSERT INTO validation_jobs (account_id, status, total, created_at, updated_at)
-			VALUES ($1, 'queued', $2, $3, $3) RETURNING id`, accountID, len(emails), ms(now)).Scan(&id); err != nil {
+		if err := q.QueryRowContext(ctx, `INSERT INTO validation_jobs (account_id, status, total, created_at, updated_at, check_mailbox)
+			VALUES ($1, 'queued', $2, $3, $3, $4) RETURNING id`, accountID, len(emails), ms(now), b2i(checkMailbox)).Scan(&id); err != nil {
 			return err
 		}
 		rows := make([][]any, 0, 500)
@@ -204,6 +209,7 @@ func (s ValidationJobs) SaveResults(ctx context.Context, jobID int64, owner stri
 			return apperr.Errorf(apperr.Conflict, "the job's lease was lost or it was cancelled")
 		}
 		var valid, invalid, risky int
+		verdicts := map[string]int{}
 		for _, it := range items {
 			b, err := json.Marshal(it.Result)
 			if err != nil {
@@ -213,6 +219,7 @@ func (s ValidationJobs) SaveResults(ctx context.Context, jobID int64, owner stri
 				jobID, it.Index, string(b)); err != nil {
 				return err
 			}
+			verdicts[it.Result.Deliverability]++
 			switch validation.Verdict(*it.Result) {
 			case "valid":
 				valid++
@@ -232,8 +239,11 @@ func (s ValidationJobs) SaveResults(ctx context.Context, jobID int64, owner stri
 			status = validation.JobDone
 		}
 		_, err := q.ExecContext(ctx, `UPDATE validation_jobs SET done = done + $2, valid = valid + $3, invalid = invalid + $4,
-			risky = risky + $5, status = $6, updated_at = $7, lease_owner = CASE WHEN $6 = 'done' THEN NULL ELSE lease_owner END
-			WHERE id = $1`, jobID, len(items), valid, invalid, risky, status, ms(now))
+			risky = risky + $5, status = $6, updated_at = $7, lease_owner = CASE WHEN $6 = 'done' THEN NULL ELSE lease_owner END,
+			deliverable = deliverable + $8, undeliverable = undeliverable + $9, risky_deliverability = risky_deliverability + $10,
+			unknown_deliverability = unknown_deliverability + $11
+			WHERE id = $1`, jobID, len(items), valid, invalid, risky, status, ms(now), verdicts[validation.Deliverable],
+			verdicts[validation.Undeliverable], verdicts[validation.Risky], verdicts[validation.Unknown])
 		return err
 	})
 	return done, err

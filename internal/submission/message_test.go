@@ -17,7 +17,7 @@ func TestPrepare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	head, body, _ := strings.Cut(string(p.data), "\r\n\r\n")
+	head, body, _ := strings.Cut(string(p.Data), "\r\n\r\n")
 	if body != "body line\r\n" {
 		t.Errorf("body %q changed", body)
 	}
@@ -29,7 +29,7 @@ func TestPrepare(t *testing.T) {
 	if !strings.Contains(head, "Message-Id: <") || !strings.Contains(head, "Date: Tue, 24 Nov 2026") {
 		t.Errorf("Message-ID and Date not added:\n%s", head)
 	}
-	if p.subject != "Café" || strings.Join(p.tags, ",") != "a,b,c" || p.track != "none" || p.from[0] != "orders@shop.example" {
+	if p.Subject != "Café" || strings.Join(p.Tags, ",") != "a,b,c" || p.Track != "none" || p.From[0] != "orders@shop.example" {
 		t.Errorf("prepared %+v", p)
 	}
 	if _, err := prepare([]byte("Subject: no from\r\n\r\nx"), "shop.example", now); err == nil {
@@ -55,10 +55,10 @@ func FuzzPrepare(f *testing.F) {
 			}
 			return
 		}
-		if len(p.from) == 0 || p.messageID == "" {
+		if len(p.From) == 0 || p.MessageID == "" {
 			t.Fatalf("accepted without From or Message-ID: %+v", p)
 		}
-		if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 && !bytes.HasSuffix(p.data, raw[i+4:]) {
+		if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 && !bytes.HasSuffix(p.Data, raw[i+4:]) {
 			t.Fatalf("body changed")
 		}
 	})

@@ -60,6 +60,7 @@ type Domains interface {
 // Intake queues a submitted message (sending.Service).
 type Intake interface {
 	AcceptRaw(ctx context.Context, d domain.Domain, accountID int64, m sending.RawMessage) (sending.Accepted, error)
+	Accept(ctx context.Context, d domain.Domain, accountID int64, r sending.Request) (sending.Accepted, error)
 }
 
 // Deps are the services a session uses.

@@ -82,10 +82,21 @@ func (ss *session) authenticate(login, key string) error {
 		log.Error("submission: AUTH could not be checked", "error", err)
 		return errTempFailure
 	}
-	doms, err := ss.s.deps.Domains.List(ctx, p.AccountID)
+	if !p.Can(account.ScopeSend) {
+		ss.outcome = "auth_failed"
+		log.Info("submission: AUTH refused: the key lacks the send scope")
+		return errNoSendScope
+	}
+	all, err := ss.s.deps.Domains.List(ctx, p.AccountID)
 	if err != nil {
 		log.Error("submission: reading the account's domains", "error", err)
 		return errTempFailure
+	}
+	var doms []domain.Domain // a key limited to some domains sends from those only
+	for _, d := range all {
+		if p.DomainAllowed(d.Name) {
+			doms = append(doms, d)
+		}
 	}
 	ss.principal, ss.domains, ss.outcome = &p, doms, "authenticated"
 	return nil
@@ -158,7 +169,7 @@ func (ss *session) Data(r io.Reader) error {
 		return err
 	}
 	var d domain.Domain
-	for i, f := range p.from {
+	for i, f := range p.From {
 		dom, name, ok := ss.owned(f)
 		if !ok {
 			ss.refused("From", name)
@@ -175,9 +186,19 @@ func (ss *session) Data(r io.Reader) error {
 			return rateLimited(res.RetryAfter(lim.Now()))
 		}
 	}
-	acc, err := ss.s.deps.Intake.AcceptRaw(ctx, d, ss.principal.AccountID, sending.RawMessage{From: ss.from,
-		Recipients: ss.rcpts, Data: p.data, MessageID: p.messageID, Subject: p.subject, Tags: strings.Join(p.tags, ","),
-		HTML: tracking.FirstHTML(p.data), Track: p.track})
+	var acc sending.Accepted
+	if p.Template != "" {
+		// A stored template replaces the submitted body, as the API's
+		// template field replaces subject, text and html: one message per
+		// envelope recipient, each with its own Message-ID.
+		acc, err = ss.s.deps.Intake.Accept(ctx, d, ss.principal.AccountID, sending.Request{From: p.From[0], FromName: p.FromName,
+			To: ss.rcpts, Template: p.Template, TemplateVersion: p.TemplateVersion, Variables: p.Variables,
+			DeliverAt: p.DeliverAt, Tags: strings.Join(p.Tags, ",")})
+	} else {
+		acc, err = ss.s.deps.Intake.AcceptRaw(ctx, d, ss.principal.AccountID, sending.RawMessage{From: ss.from,
+			Recipients: ss.rcpts, Data: p.Data, MessageID: p.MessageID, Subject: p.Subject, Tags: strings.Join(p.Tags, ","),
+			HTML: tracking.FirstHTML(p.Data), Track: p.Track, DeliverAt: p.DeliverAt})
+	}
 	switch code := apperr.CodeOf(err); {
 	case err == nil:
 	case code == apperr.Invalid || code == apperr.Unprocessable:
@@ -194,7 +215,7 @@ func (ss *session) Data(r io.Reader) error {
 	}
 	ss.s.messages.WithLabelValues("accepted").Inc()
 	ss.s.cfg.Logger.Info("submission: accepted", "login", ss.principal.Login, "domain", d.Name,
-		"message_id", p.messageID, "queued", acc.Queued, "suppressed", acc.Suppressed)
+		"message_id", p.MessageID, "queued", acc.Queued, "suppressed", acc.Suppressed)
 	return nil
 }
 

@@ -145,6 +145,40 @@ func (s *Service) Remove(ctx context.Context, domainID, id int64) error {
 	return err
 }
 
+// Find returns the domain's entry of type t for recipient (normalised as
+// Add does); NotFound when there is none.
+func (s *Service) Find(ctx context.Context, domainID int64, t Type, recipient string) (Entry, error) {
+	norm, _, err := Normalize(recipient)
+	if err != nil {
+		return Entry{}, apperr.Errorf(apperr.NotFound, "%s not found", recipient)
+	}
+	all, err := s.store.Matching(ctx, domainID, []string{norm})
+	if err != nil {
+		return Entry{}, err
+	}
+	for _, e := range all {
+		if e.Type == t && e.Recipient == norm {
+			return e, nil
+		}
+	}
+	return Entry{}, apperr.Errorf(apperr.NotFound, "%s not found", recipient)
+}
+
+// ListSource is List restricted to one source ("complaint").
+func (s *Service) ListSource(ctx context.Context, domainID int64, t Type, source string, page, perPage int) (Page, error) {
+	entries, total, err := s.store.List(ctx, ListParams{DomainID: domainID, Type: t, Source: source, Limit: perPage, Offset: (page - 1) * perPage})
+	if err != nil {
+		return Page{}, err
+	}
+	return Page{Entries: entries, Total: total, PerPage: perPage, Page: page, LastPage: max(1, (total+perPage-1)/perPage)}, nil
+}
+
+// RemoveAll deletes the domain's entries of type t (of source, when not
+// empty) and returns how many.
+func (s *Service) RemoveAll(ctx context.Context, domainID int64, t Type, source string) (int, error) {
+	return s.store.DeleteAll(ctx, domainID, t, source)
+}
+
 // ImportResult counts what Import did.
 type ImportResult struct{ Added, Existing int }
 

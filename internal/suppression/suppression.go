@@ -54,6 +54,7 @@ type ListParams struct {
 	DomainID int64
 	Type     Type
 	Search   string // case-insensitive substring of the recipient; empty = all
+	Source   string // exact source ("complaint"); empty = any
 	Limit    int
 	Offset   int
 }
@@ -67,6 +68,9 @@ type Store interface {
 	List(ctx context.Context, p ListParams) ([]Entry, int, error)
 	// Delete removes the entry with id on the domain; NotFound otherwise.
 	Delete(ctx context.Context, domainID, id int64) error
+	// DeleteAll removes the domain's entries of type t (and source, when
+	// not empty) and returns how many.
+	DeleteAll(ctx context.Context, domainID int64, t Type, source string) (int, error)
 	// Matching returns every entry of the domain whose recipient is one of
 	// keys (addresses and domains in normal form), in one query.
 	Matching(ctx context.Context, domainID int64, keys []string) ([]Entry, error)

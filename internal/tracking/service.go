@@ -22,6 +22,7 @@ type Target struct {
 	Subject    string
 	Tags       string
 	State      string
+	UserVars   string // the send's user variables JSON, "" for none
 }
 
 // Column names a first-time marker on the delivery.
@@ -68,7 +69,7 @@ type Store interface {
 // Entry is a log entry about t.
 func (t Target) Entry(typ event.Type, at time.Time, details map[string]any) event.Entry {
 	return event.Entry{DomainID: t.DomainID, MessageID: t.MessageID, Type: typ, Sender: t.Sender,
-		Recipient: t.Recipient, Subject: t.Subject, Tags: t.Tags, CreatedAt: at.UTC(), Details: event.NewDetails(details)}
+		Recipient: t.Recipient, Subject: t.Subject, Tags: t.Tags, CreatedAt: at.UTC(), Details: event.NewDetails(event.WithUserVariables(details, t.UserVars))}
 }
 
 // Client is who followed a tracking URL.

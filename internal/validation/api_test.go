@@ -39,8 +39,8 @@ func TestResultJSON(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	tests := []struct{ email, want string }{
-		{"jane@acme-mail.com", `{"email":"jane@acme-mail.com","is_valid":true,"error":null,"warnings":[],"cached":false,"is_spamtrap":false,"spamtrap_score":0.018,"validated_at":"2026-03-04T05:06:07.891Z"}`},
-		{"jane@gmail.con", `{"email":"jane@gmail.con","is_valid":false,"error":"domain does not exist: gmail.con","warnings":[],"cached":false,"is_spamtrap":false,"spamtrap_score":0.1824,"reason":"nxdomain","suggestion":"jane@gmail.com","validated_at":"2026-03-04T05:06:07.891Z"}`},
+		{"jane@acme-mail.com", `{"email":"jane@acme-mail.com","is_valid":true,"error":null,"warnings":[],"cached":false,"is_spamtrap":false,"spamtrap_score":0.018,"deliverability":"deliverable","deliverability_reasons":[],"validated_at":"2026-03-04T05:06:07.891Z"}`},
+		{"jane@gmail.con", `{"email":"jane@gmail.con","is_valid":false,"error":"domain does not exist: gmail.con","warnings":[],"cached":false,"is_spamtrap":false,"spamtrap_score":0.1824,"reason":"nxdomain","suggestion":"jane@gmail.com","deliverability":"undeliverable","deliverability_reasons":["domain_not_found"],"validated_at":"2026-03-04T05:06:07.891Z"}`},
 	}
 	for _, tt := range tests {
 		b, err := json.Marshal(f.validate(t, validation.ModeStandard, tt.email))

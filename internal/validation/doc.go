@@ -73,6 +73,46 @@
 // is itself a free provider. Suggestion is the whole corrected address
 // (gmial.com → jane@gmail.com). It never changes IsValid.
 //
+// # Deliverability
+//
+// Every result also carries deliverability (deliverable, undeliverable,
+// risky, unknown) and deliverability_reasons; is_valid and the other
+// fields keep their meaning. From the checks:
+//
+//	check                         verdict        reason
+//	syntax                        undeliverable  invalid_syntax
+//	nxdomain                      undeliverable  domain_not_found
+//	null_mx, no_mail_server       undeliverable  no_mail_server
+//	reserved_domain               undeliverable  reserved_domain
+//	blocklisted                   undeliverable  blocklisted
+//	disposable                    risky          disposable
+//	dns_unavailable               unknown        dns_unavailable
+//	valid                         deliverable    (none)
+//	valid, role_account warning   risky          role_account (added)
+//	valid, is_spamtrap            risky          spamtrap_risk (added)
+//
+// With a mailbox probe (check_mailbox, permitted by ProbeConfig), a valid
+// address takes the probe's verdict before the added reasons:
+//
+//	probe outcome                 verdict        reason
+//	accepted                      deliverable    (none)
+//	accepted, domain catch-all    risky          catch_all
+//	rejected (5.1.x, 5.2.1)       undeliverable  mailbox_not_found
+//	full (4.2.2, 5.2.2)           risky          mailbox_full
+//	greylisted (4.7.1, text)      unknown        greylisted (retry_after)
+//	temporary (other 4xx)         unknown        (none; retry_after)
+//	refused (other 5xx)           unknown        (none)
+//	unavailable (no MX answered)  unknown        smtp_unavailable
+//	private (loopback MX)         undeliverable  no_mail_server
+//
+// Without a probe the verdict never says mailbox_not_found: "deliverable"
+// then means every check but the mailbox passed. A probe says EHLO, tries
+// STARTTLS when offered, MAIL FROM, RCPT TO the address and then an
+// unguessable address at the same domain (catch-all, remembered per domain
+// for a day), RSET and QUIT; never DATA. The classes are delivery's
+// (delivery.Error: RecipientRejected, MailboxFull, Greylisted). Probe
+// findings are not cached with the verdict.
+//
 // # Spamtrap score
 //
 // SpamtrapScore = 1 / (1 + e^-(bias + Σ wᵢxᵢ)), rounded to 4 decimals,

@@ -30,9 +30,13 @@ type Job struct {
 	Status                string
 	Total, Done           int
 	Valid, Invalid, Risky int
-	Error                 string
-	WaitingUntil          *time.Time // the account's hourly budget is spent until then
-	CreatedAt, UpdatedAt  time.Time
+	// CheckMailbox probes each mailbox (check_mailbox); Deliverability
+	// counts the results by deliverability verdict.
+	CheckMailbox         bool
+	Deliverability       map[string]int
+	Error                string
+	WaitingUntil         *time.Time // the account's hourly budget is spent until then
+	CreatedAt, UpdatedAt time.Time
 }
 
 // JobItem is one line of a job with its result (nil while pending).
@@ -44,7 +48,7 @@ type JobItem struct {
 
 // JobStore keeps jobs. Missing rows (or another account's) are NotFound.
 type JobStore interface {
-	CreateJob(ctx context.Context, accountID int64, emails []string, now time.Time) (Job, error)
+	CreateJob(ctx context.Context, accountID int64, emails []string, checkMailbox bool, now time.Time) (Job, error)
 	Job(ctx context.Context, accountID, id int64) (Job, error)
 	Jobs(ctx context.Context, accountID int64, limit int) ([]Job, error)
 	// CancelJob cancels a job that is not finished; a finished one is left.
@@ -118,8 +122,10 @@ func NewJobs(st JobStore, v *Validator, budget Budget, cfg JobsConfig) *Jobs {
 }
 
 // Create queues a job for emails (1 to MaxJobLines, in input order).
-func (j *Jobs) Create(ctx context.Context, accountID int64, emails []string) (Job, error) {
+func (j *Jobs) Create(ctx context.Context, accountID int64, emails []string, checkMailbox bool) (Job, error) {
 	switch {
+	case checkMailbox && !j.v.Probing():
+		return Job{}, apperr.Field("check_mailbox", "Mailbox probing is off on this server (the operator turns it on with --validation-smtp-probe).")
 	case len(emails) == 0:
 		return Job{}, apperr.Field("emails", "at least one address is required")
 	case len(emails) > MaxJobLines:
@@ -130,7 +136,7 @@ func (j *Jobs) Create(ctx context.Context, accountID int64, emails []string) (Jo
 			return Job{}, apperr.Field(fmt.Sprintf("emails.%d", i), fmt.Sprintf("an address is at most %d bytes", maxInput))
 		}
 	}
-	return j.store.CreateJob(ctx, accountID, emails, j.cfg.Now().UTC())
+	return j.store.CreateJob(ctx, accountID, emails, checkMailbox, j.cfg.Now().UTC())
 }
 
 // Get returns the account's job.
@@ -228,7 +234,11 @@ func (j *Jobs) RunOnce(ctx context.Context) bool {
 	for i := range emails {
 		emails[i] = items[i].Email
 	}
-	results, _, err := j.v.ValidateBatchAs(ctx, job.AccountID, ModeStandard, emails)
+	vctx := ctx
+	if job.CheckMailbox {
+		vctx = WithMailboxCheck(ctx)
+	}
+	results, _, err := j.v.ValidateBatchAs(vctx, job.AccountID, ModeStandard, emails)
 	if err != nil {
 		j.cfg.Logger.Warn("validation jobs: validating", "job", job.ID, "error", err)
 		return false

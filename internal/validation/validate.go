@@ -143,8 +143,20 @@ func (c *check) fail(reason, msg string) {
 	c.done = true
 }
 
-// run finishes c: from the cheap verdict, from the cache, or from DNS.
+// run finishes c, then probes the mailbox when the request asked and the
+// server permits it. Probe findings are the caller's: never cached with the
+// verdict.
 func (v *Validator) run(ctx context.Context, c *check) (Result, error) {
+	r, err := v.runChecks(ctx, c)
+	if err != nil || !r.IsValid || v.prober == nil || !mailboxCheck(ctx) || !c.parsed {
+		return r, err
+	}
+	r.Mailbox = v.prober.probe(ctx, c.addr.Normalized(), c.addr.ASCIIDomain)
+	return withVerdict(r), nil
+}
+
+// runChecks finishes c: from the cheap verdict, from the cache, or from DNS.
+func (v *Validator) runChecks(ctx context.Context, c *check) (Result, error) {
 	if c.done {
 		return v.finish(ctx, c, c.r)
 	}
@@ -207,7 +219,7 @@ func (v *Validator) scored(c *check, r Result, bounced bool) Result {
 	f := v.features(c, r, bounced)
 	r.SpamtrapScore = f.score()
 	r.IsSpamtrap = r.SpamtrapScore >= v.threshold
-	return r
+	return withVerdict(r)
 }
 
 // stamp is the form ValidatedAt takes: UTC, millisecond precision, so the

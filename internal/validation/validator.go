@@ -54,6 +54,12 @@ type Result struct {
 	// Suggestion is the likely intended address when the domain looks like
 	// a typo of a well-known one; it never changes IsValid.
 	Suggestion string `json:"suggestion,omitempty"`
+	// Deliverability is one verdict to act on (deliverable, undeliverable,
+	// risky, unknown) and DeliverabilityReasons its codes; see doc.go.
+	Deliverability        string   `json:"deliverability"`
+	DeliverabilityReasons []string `json:"deliverability_reasons"`
+	// Mailbox is what a mailbox probe found; nil when none ran.
+	Mailbox *Probe `json:"mailbox,omitempty"`
 }
 
 // Summary counts the entries of a batch: Valid+Invalid = Cached+Validated
@@ -142,6 +148,9 @@ type Config struct {
 	Refresh bool
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Probe permits mailbox probes (--validation-smtp-probe) for requests
+	// that ask for one (WithMailboxCheck); nil permits none.
+	Probe *ProbeConfig
 }
 
 // Validator runs the pipeline. It is safe for concurrent use.
@@ -158,6 +167,7 @@ type Validator struct {
 	offline       bool
 	refresh       bool
 	now           func() time.Time
+	prober        *prober // nil: probing is off
 }
 
 // New checks cfg, fills in its defaults and returns a Validator.
@@ -189,6 +199,12 @@ func New(cfg Config) (*Validator, error) {
 	}
 	if v.lists == nil {
 		v.lists = &StaticLists{}
+	}
+	if cfg.Probe != nil && !cfg.Offline {
+		if cfg.Probe.Helo == "" {
+			return nil, fmt.Errorf("validation: ProbeConfig.Helo is required to probe mailboxes")
+		}
+		v.prober = newProber(*cfg.Probe, cfg.Resolver)
 	}
 	if v.now == nil {
 		v.now = time.Now

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/postline/postline/internal/netguard"
 	"net"
 	"net/http"
 	"net/netip"
@@ -37,7 +38,7 @@ func newClient(allowPrivate bool, timeout time.Duration, res Resolver) *http.Cli
 			if err != nil {
 				return fmt.Errorf("webhook: dialling %s: %w", address, err)
 			}
-			if forbidden(ap.Addr()) {
+			if netguard.SpecialPurpose(ap.Addr()) {
 				return errForbiddenAddress
 			}
 			return nil
@@ -88,43 +89,4 @@ func dialVia(d *net.Dialer, res Resolver) func(ctx context.Context, network, add
 		}
 		return nil, first
 	}
-}
-
-// internalPrefixes are ranges net/netip does not call private but that
-// lead inside a network or nowhere public.
-var internalPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),  // carrier-grade NAT
-	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
-	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking
-	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, and broadcast
-	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
-	netip.MustParsePrefix("2001::/32"),      // Teredo (embeds an obfuscated IPv4 address)
-	netip.MustParsePrefix("2001:db8::/32"),  // documentation
-	netip.MustParsePrefix("100::/64"),       // discard-only
-}
-
-var (
-	nat64  = netip.MustParsePrefix("64:ff9b::/96") // well-known NAT64: the IPv4 address is the last 4 bytes
-	sixTo4 = netip.MustParsePrefix("2002::/16")    // 6to4: the IPv4 address is bytes 2-5
-)
-
-func forbidden(a netip.Addr) bool {
-	a = a.Unmap()
-	if a.Is6() {
-		b := a.As16()
-		switch {
-		case nat64.Contains(a):
-			return forbidden(netip.AddrFrom4([4]byte(b[12:16])))
-		case sixTo4.Contains(a):
-			return forbidden(netip.AddrFrom4([4]byte(b[2:6])))
-		}
-	}
-	for _, p := range internalPrefixes {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsMulticast() || a.IsUnspecified() || a.IsInterfaceLocalMulticast()
 }

@@ -1,0 +1,350 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/mail"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/event"
+)
+
+// Mailgun's events API over the log. Pages follow event ids, not offsets,
+// and stop at the log's horizon (no id at or below it can still commit),
+// so a poller that follows paging.next until an empty page and then polls
+// the same next URL again sees every event exactly once while new ones
+// arrive.
+
+// mgEvents are Mailgun's event names the log maps to.
+var mgEvents = []string{"accepted", "delivered", "failed", "opened", "clicked", "unsubscribed", "complained"}
+
+const (
+	mgEventsMax     = 300
+	mgEventsDefault = 100
+	mgScanBatches   = 10 // scans of limit rows a page may take to fill through filters
+)
+
+// mgCursor is a page: its token is this JSON, base64url-encoded.
+type mgCursor struct {
+	Asc    bool     `json:"a"`           // presentation order
+	Back   bool     `json:"b,omitempty"` // the page before C in that order (previous, last)
+	C      int64    `json:"c"`           // asc scan: ids > C; desc scan: ids <= C (0: from the far end)
+	Events []string `json:"e,omitempty"`
+	Begin  int64    `json:"bg,omitempty"` // Unix ms
+	End    int64    `json:"en,omitempty"`
+	Rcpt   string   `json:"r,omitempty"`
+	Tag    string   `json:"t,omitempty"`
+	MsgID  string   `json:"m,omitempty"`
+	Limit  int      `json:"l"`
+}
+
+func (c mgCursor) token() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func parseMGCursor(tok string) (mgCursor, error) {
+	var c mgCursor
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || json.Unmarshal(b, &c) != nil || c.Limit < 1 || c.Limit > mgEventsMax {
+		return c, apperr.Field("page", "The page token is not one this server gave.")
+	}
+	return c, nil
+}
+
+// mgEventParams reads the query of GET /v3/{domain}/events.
+func mgEventParams(q url.Values) (mgCursor, error) {
+	c := mgCursor{Limit: mgEventsDefault}
+	fe := apperr.FieldErrors{}
+	for name := range q {
+		switch name {
+		case "begin", "end", "ascending", "limit", "event", "recipient", "tags", "message-id", "page":
+		default:
+			fe.Add(name, "Unknown parameter "+strconv.Quote(name)+".")
+		}
+	}
+	var begin, end time.Time
+	for name, dst := range map[string]*time.Time{"begin": &begin, "end": &end} {
+		if v := q.Get(name); v != "" {
+			t, err := mgTime(v)
+			if err != nil {
+				fe.Add(name, "The "+name+" must be Unix seconds or an RFC 2822 date.")
+			}
+			*dst = t
+		}
+	}
+	switch strings.ToLower(q.Get("ascending")) {
+	case "yes", "true":
+		c.Asc = true
+	case "", "no", "false":
+		// Mailgun: without ascending, a begin later than end pages backwards.
+		c.Asc = q.Get("ascending") == "" && !begin.IsZero() && (end.IsZero() || !begin.After(end))
+	default:
+		fe.Add("ascending", "The ascending must be yes or no.")
+	}
+	if begin.After(end) && !end.IsZero() {
+		begin, end = end, begin
+	}
+	if !begin.IsZero() {
+		c.Begin = begin.UnixMilli()
+	}
+	if !end.IsZero() {
+		c.End = end.UnixMilli()
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > mgEventsMax {
+			fe.Add("limit", "The limit must be 1 to 300.")
+		}
+		c.Limit = n
+	}
+	if v := q.Get("event"); v != "" {
+		for _, e := range strings.Split(v, " OR ") {
+			e = strings.ToLower(strings.TrimSpace(strings.Trim(strings.TrimSpace(e), "()")))
+			if !slices.Contains(mgEvents, e) {
+				fe.Add("event", "Unknown event "+strconv.Quote(e)+"; the events are "+strings.Join(mgEvents, ", ")+".")
+				continue
+			}
+			c.Events = append(c.Events, e)
+		}
+	}
+	c.Rcpt, c.Tag, c.MsgID = q.Get("recipient"), q.Get("tags"), strings.Trim(q.Get("message-id"), "<>")
+	return c, fe.Err()
+}
+
+// mgTime reads Unix seconds (fractional) or an RFC 2822 date.
+func mgTime(v string) (time.Time, error) {
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		return time.UnixMilli(int64(f * 1000)), nil
+	}
+	return mail.ParseDate(v)
+}
+
+// handleMailgunEvents is GET /v3/{domain}/events and, with {token}, a page
+// the answer linked to (the SDK repeats begin, limit ... beside it: the
+// token wins).
+func (s *Server) handleMailgunEvents(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	d, err := s.mailgunDomain(r, p)
+	if err != nil {
+		return err
+	}
+	var c mgCursor
+	if tok := r.PathValue("token"); tok != "" {
+		c, err = parseMGCursor(tok)
+	} else {
+		c, err = mgEventParams(r.URL.Query())
+	}
+	if err != nil {
+		return err
+	}
+	items, edge, err := s.mgPage(r, d.ID, c)
+	if err != nil {
+		return err
+	}
+	base := s.publicBase(r) + "/v3/" + d.Name + "/events/"
+	next, prev, first, last := c, c, c, c
+	first.Back, first.C = false, 0
+	last.Back, last.C = true, 0
+	next.Back, prev.Back = false, true
+	if len(items) > 0 {
+		firstID, _ := strconv.ParseInt(items[0]["id"].(string), 10, 64)
+		lastID, _ := strconv.ParseInt(items[len(items)-1]["id"].(string), 10, 64)
+		if c.Asc {
+			next.C, prev.C = max(lastID, edge), firstID-1
+		} else {
+			next.C, prev.C = lastID-1, firstID
+		}
+	} else if !c.Back && edge != 0 {
+		next.C = edge
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items, "paging": map[string]string{
+		"next": base + next.token(), "previous": base + prev.token(), "first": base + first.token(), "last": base + last.token()}})
+	return nil
+}
+
+// publicBase is the absolute base of paging URLs: --public-url, or the
+// request's own host.
+func (s *Server) publicBase(r *http.Request) string {
+	if s.PublicURL != "" {
+		return strings.TrimSuffix(s.PublicURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// mgPage reads one page: up to c.Limit events in presentation order, and
+// for an ascending scan the last id it looked at (so filtered-out rows
+// are not read again).
+func (s *Server) mgPage(r *http.Request, domainID int64, c mgCursor) ([]map[string]any, int64, error) {
+	ctx := r.Context()
+	top, err := s.Events.Horizon(ctx, domainID)
+	if err != nil || top == 0 {
+		return []map[string]any{}, 0, err
+	}
+	scanAsc := c.Asc != c.Back
+	f := event.Filter{DomainID: domainID, Recipient: c.Rcpt, Tags: c.Tag, MessageID: c.MsgID, Limit: c.Limit}
+	if c.Begin != 0 {
+		f.Start = time.UnixMilli(c.Begin)
+	}
+	if c.End != 0 {
+		f.End = time.UnixMilli(c.End)
+	}
+	cursor := c.C
+	var out []event.Entry
+	var scanned int64
+	for range mgScanBatches {
+		if scanAsc {
+			f.Order, f.AfterID, f.UpToID = event.OldestFirst, cursor, top
+		} else {
+			if cursor == 0 || cursor > top {
+				cursor = top
+			}
+			f.Order, f.UpToID = event.NewestIDFirst, cursor
+		}
+		if cursor < 0 || (!scanAsc && cursor == 0) {
+			break
+		}
+		batch, err := s.Events.Scan(ctx, f)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, en := range batch {
+			if len(out) == c.Limit {
+				break // the rest is the next page's: not consumed
+			}
+			scanned = en.ID
+			if mgWanted(en, c.Events) {
+				out = append(out, en)
+			}
+		}
+		if len(out) >= c.Limit || len(batch) < f.Limit {
+			break
+		}
+		if scanAsc {
+			cursor = scanned
+		} else {
+			cursor = scanned - 1
+		}
+	}
+	if scanAsc != c.Asc {
+		slices.Reverse(out)
+	}
+	items, err := s.mgItems(r, domainID, out)
+	if !scanAsc {
+		scanned = 0
+	}
+	return items, scanned, err
+}
+
+// mgWanted says whether an entry is a Mailgun event, of the asked kinds.
+func mgWanted(en event.Entry, kinds []string) bool {
+	name, _ := mgEventName(en)
+	return name != "" && (len(kinds) == 0 || slices.Contains(kinds, name))
+}
+
+// mgEventName maps a log entry to Mailgun's event and failure severity;
+// "" for entries Mailgun has no event for (send, deferred) or that repeat
+// another (a worker's bounced or failed after its permanent_fail).
+func mgEventName(en event.Entry) (name, severity string) {
+	var d struct {
+		Reason string `json:"reason"`
+		Stage  string `json:"stage"`
+		Source string `json:"source"`
+	}
+	json.Unmarshal(en.Details, &d) //nolint:errcheck // details are ours
+	switch en.Type {
+	case event.Queued:
+		return "accepted", ""
+	case event.Delivered, event.Opened, event.Clicked:
+		return string(en.Type), ""
+	case event.TemporaryFail:
+		return "failed", "temporary"
+	case event.PermanentFail:
+		return "failed", "permanent"
+	case event.Bounced:
+		if d.Stage != "" { // the worker's, after its permanent_fail
+			return "", ""
+		}
+		return "failed", "permanent"
+	case event.Failed:
+		if d.Reason == "permanent_failure" {
+			return "", ""
+		}
+		return "failed", "permanent"
+	case event.Unsubscribed:
+		if d.Source == "complaint" {
+			return "complained", ""
+		}
+		return "unsubscribed", ""
+	}
+	return "", ""
+}
+
+// mgItems renders entries in Mailgun's event shape, with the user
+// variables (v:) of their messages.
+func (s *Server) mgItems(r *http.Request, domainID int64, entries []event.Entry) ([]map[string]any, error) {
+	var ids []string
+	for _, en := range entries {
+		if !slices.Contains(ids, en.MessageID) {
+			ids = append(ids, en.MessageID)
+		}
+	}
+	headers, err := s.Sending.SendHeaders(r.Context(), domainID, ids)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]map[string]any, 0, len(entries))
+	for _, en := range entries {
+		items = append(items, mgItem(en, headers[en.MessageID]))
+	}
+	return items, nil
+}
+
+func mgItem(en event.Entry, headers map[string]string) map[string]any {
+	name, severity := mgEventName(en)
+	var d map[string]any
+	json.Unmarshal(en.Details, &d) //nolint:errcheck // details are ours
+	tags := []string{}
+	for _, t := range strings.Split(en.Tags, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			tags = append(tags, t)
+		}
+	}
+	userVars := map[string]any{}
+	json.Unmarshal([]byte(headers["X-Mailgun-Variables"]), &userVars) //nolint:errcheck // absent: none
+	item := map[string]any{
+		"id": strconv.FormatInt(en.ID, 10), "event": name, "timestamp": float64(en.CreatedAt.UnixMicro()) / 1e6,
+		"recipient": en.Recipient, "tags": tags, "user-variables": userVars, "log-level": "info",
+		"message": map[string]any{"headers": map[string]any{"message-id": en.MessageID, "from": en.Sender, "to": en.Recipient,
+			"subject": en.Subject}},
+	}
+	if code, ok := d["smtp_code"]; ok {
+		item["delivery-status"] = map[string]any{"code": code, "message": d["smtp_message"], "enhanced-code": d["enhanced_code"],
+			"attempt-no": d["attempt"], "mx-host": d["mx_host"]}
+	}
+	if name == "failed" {
+		item["severity"] = severity
+		item["log-level"] = map[string]string{"temporary": "warn", "permanent": "error"}[severity]
+		reason := "generic"
+		if rsn, ok := d["reason"].(string); ok {
+			reason = rsn
+		} else if en.Type == event.Bounced || en.Type == event.PermanentFail {
+			reason = "bounce"
+		}
+		item["reason"] = reason
+	}
+	if url, ok := d["url"]; ok {
+		item["url"] = url
+	}
+	return item
+}

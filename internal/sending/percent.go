@@ -1,0 +1,79 @@
+package sending
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/postline/postline/internal/templates"
+)
+
+// Mailgun's batch syntax: %recipient.KEY% takes the recipient's value of
+// KEY ("" when it has none). Other %name% tokens are Mailgun's own
+// variables: %unsubscribe_url% is Postline's unsubscribe link too (the
+// tracking fills it in bodies); the rest have no equivalent.
+var (
+	recipientVarRE = regexp.MustCompile(`%recipient\.([A-Za-z0-9_.-]+)%`)
+	otherVarRE     = regexp.MustCompile(`<?%[a-z_]+%>?`)
+)
+
+// unsubscribeAliases are Mailgun's unsubscribe variables that mean what
+// Postline's %unsubscribe_url% does (the tracking fills it per recipient).
+var unsubscribeAliases = strings.NewReplacer("%tag_unsubscribe_url%", "%unsubscribe_url%",
+	"%mailing_list_unsubscribe_url%", "%unsubscribe_url%")
+
+// percent substitutes %recipient.KEY% in s.
+func percent(s string, vars map[string]any) string {
+	if !strings.Contains(s, "%recipient.") {
+		return s
+	}
+	return recipientVarRE.ReplaceAllStringFunc(s, func(m string) string {
+		return printValue(vars[m[len("%recipient."):len(m)-1]])
+	})
+}
+
+func printValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
+
+// percentHeader substitutes a header value: line breaks from values become
+// spaces (no header can be injected), and Mailgun variables without a
+// Postline equivalent are removed with their angle brackets.
+func percentHeader(v string, vars map[string]any) string {
+	v = percent(v, vars)
+	v = otherVarRE.ReplaceAllString(v, "")
+	v = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, v)
+	return strings.Trim(strings.TrimSpace(v), ", ")
+}
+
+// renderPercent is one recipient's message in Mailgun's syntax.
+func (p personal) renderPercent(vars map[string]any) (templates.Rendered, map[string]string) {
+	out := templates.Rendered{Subject: percent(p.src.Subject, vars), Text: unsubscribeAliases.Replace(percent(p.src.Text, vars)),
+		HTML: unsubscribeAliases.Replace(percent(p.src.HTML, vars))}
+	headers := make(map[string]string, len(p.srcHeaders))
+	for k, v := range p.srcHeaders {
+		if v = percentHeader(v, vars); v != "" {
+			headers[k] = v
+		}
+	}
+	return out, headers
+}

@@ -1,0 +1,176 @@
+// Package templates keeps a domain's stored message templates, with
+// versions, and renders them (Handlebars syntax through
+// github.com/mailgun/raymond, bounded in output and loop iterations).
+package templates
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/postline/postline/internal/apperr"
+)
+
+// Limits, named in the messages that enforce them.
+const (
+	MaxSubjectBytes    = 998
+	MaxPartBytes       = 512 << 10 // html, text
+	MaxPerDomain       = 500
+	MaxVersions        = 100
+	maxCompiledEntries = 2000
+)
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// Template is one version of a named template.
+type Template struct {
+	ID        int64
+	DomainID  int64
+	Name      string
+	Version   int
+	Subject   string
+	HTML      string
+	Text      string
+	Strict    bool
+	CreatedAt time.Time
+	// Versions is how many versions the name has (lists only).
+	Versions int
+}
+
+// Store keeps templates. Versions are rows that never change.
+type Store interface {
+	// CreateTemplate stores version 1 of a new name (Conflict when the name
+	// exists; Invalid past max templates for the domain).
+	CreateTemplate(ctx context.Context, t Template, max int) (Template, error)
+	// AddVersion stores the next version of an existing name (NotFound
+	// when there is none; Invalid past max versions).
+	AddVersion(ctx context.Context, t Template, max int) (Template, error)
+	// Template returns a version; version 0 is the newest (the active one).
+	Template(ctx context.Context, domainID int64, name string, version int) (Template, error)
+	// ListTemplates returns the newest version of each name, by name.
+	ListTemplates(ctx context.Context, domainID int64) ([]Template, error)
+	DeleteTemplate(ctx context.Context, domainID int64, name string) error
+}
+
+// Service is the templates capability.
+type Service struct {
+	store Store
+	now   func() time.Time
+
+	mu       sync.Mutex
+	compiled map[int64]*Compiled // by row id: versions never change
+}
+
+// NewService returns a Service; now may be nil.
+func NewService(st Store, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{store: st, now: now, compiled: map[int64]*Compiled{}}
+}
+
+// Input is what a create or update gives.
+type Input struct {
+	Name                string
+	Subject, HTML, Text string
+	Strict              bool
+}
+
+func (in Input) check(withName bool) (*Compiled, error) {
+	fe := apperr.FieldErrors{}
+	if withName && !nameRE.MatchString(in.Name) {
+		fe.Add("name", "The name must be 1 to 100 characters: letters, digits, '.', '_' and '-', starting with a letter or digit.")
+	}
+	if in.Subject == "" {
+		fe.Add("subject", "The subject is required.")
+	} else if len(in.Subject) > MaxSubjectBytes {
+		fe.Add("subject", fmt.Sprintf("The subject must be at most %d bytes.", MaxSubjectBytes))
+	}
+	if in.Text == "" {
+		fe.Add("text", "The text part is required (every message has one; html is optional).")
+	}
+	for field, v := range map[string]string{"html": in.HTML, "text": in.Text} {
+		if len(v) > MaxPartBytes {
+			fe.Add(field, fmt.Sprintf("The %s part must be at most %d bytes.", field, MaxPartBytes))
+		}
+	}
+	if err := fe.Err(); err != nil {
+		return nil, err
+	}
+	return Compile(in.Subject, in.HTML, in.Text, in.Strict)
+}
+
+// Create stores version 1 of a new template.
+func (s *Service) Create(ctx context.Context, domainID int64, in Input) (Template, error) {
+	if _, err := in.check(true); err != nil {
+		return Template{}, err
+	}
+	t, err := s.store.CreateTemplate(ctx, Template{DomainID: domainID, Name: in.Name, Version: 1, Subject: in.Subject,
+		HTML: in.HTML, Text: in.Text, Strict: in.Strict, CreatedAt: s.now()}, MaxPerDomain)
+	if apperr.CodeOf(err) == apperr.Conflict {
+		return t, apperr.Errorf(apperr.Conflict, "A template named %s exists; PUT a new version of it instead.", in.Name)
+	}
+	return t, err
+}
+
+// Update stores a new version, which becomes the active one.
+func (s *Service) Update(ctx context.Context, domainID int64, name string, in Input) (Template, error) {
+	if _, err := in.check(false); err != nil {
+		return Template{}, err
+	}
+	t, err := s.store.AddVersion(ctx, Template{DomainID: domainID, Name: name, Subject: in.Subject, HTML: in.HTML,
+		Text: in.Text, Strict: in.Strict, CreatedAt: s.now()}, MaxVersions)
+	return t, notFound(err, name)
+}
+
+// Get returns a version (0: the active one).
+func (s *Service) Get(ctx context.Context, domainID int64, name string, version int) (Template, error) {
+	t, err := s.store.Template(ctx, domainID, name, version)
+	if apperr.CodeOf(err) == apperr.NotFound && version != 0 {
+		return t, apperr.Errorf(apperr.NotFound, "Template %s has no version %d.", name, version)
+	}
+	return t, notFound(err, name)
+}
+
+// List returns the active version of every template of the domain.
+func (s *Service) List(ctx context.Context, domainID int64) ([]Template, error) {
+	return s.store.ListTemplates(ctx, domainID)
+}
+
+// Delete removes a template and all its versions.
+func (s *Service) Delete(ctx context.Context, domainID int64, name string) error {
+	return notFound(s.store.DeleteTemplate(ctx, domainID, name), name)
+}
+
+// Load returns a version and its compiled form.
+func (s *Service) Load(ctx context.Context, domainID int64, name string, version int) (Template, *Compiled, error) {
+	t, err := s.Get(ctx, domainID, name, version)
+	if err != nil {
+		return t, nil, err
+	}
+	s.mu.Lock()
+	c, ok := s.compiled[t.ID]
+	s.mu.Unlock()
+	if ok {
+		return t, c, nil
+	}
+	if c, err = Compile(t.Subject, t.HTML, t.Text, t.Strict); err != nil {
+		return t, nil, err
+	}
+	s.mu.Lock()
+	if len(s.compiled) >= maxCompiledEntries {
+		s.compiled = map[int64]*Compiled{}
+	}
+	s.compiled[t.ID] = c
+	s.mu.Unlock()
+	return t, c, nil
+}
+
+func notFound(err error, name string) error {
+	if apperr.CodeOf(err) == apperr.NotFound {
+		return apperr.Errorf(apperr.NotFound, "Template %s not found.", name)
+	}
+	return err
+}

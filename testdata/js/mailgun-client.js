@@ -1,0 +1,84 @@
+// Drives Postline's /v3/ API with the official Mailgun SDK for Node
+// (mailgun.js), as software with a Mailgun driver does: only the URL and
+// the key change. Called by internal/app's Mailgun tests with a JSON list
+// of steps on stdin; prints one JSON line per step: {ok, result} or
+// {ok: false, status, message}.
+const FormData = require('form-data');
+const Mailgun = require('mailgun.js');
+const fs = require('fs');
+
+async function main() {
+  const [url, key] = process.argv.slice(2);
+  const mg = new Mailgun(FormData).client({ username: 'api', key, url });
+  const steps = JSON.parse(fs.readFileSync(0, 'utf8'));
+  for (const step of steps) {
+    try {
+      let result;
+      switch (step.call) {
+        case 'messages.create': {
+          const data = { ...step.data };
+          if (step.attachment) {
+            data.attachment = [{ filename: step.attachment.filename, data: Buffer.from(step.attachment.data) }];
+          }
+          if (step.inline) {
+            data.inline = [{ filename: step.inline.filename, data: Buffer.from(step.inline.data) }];
+          }
+          result = await mg.messages.create(step.domain, data);
+          break;
+        }
+        case 'suppressions.create':
+          result = await mg.suppressions.create(step.domain, step.type, step.data);
+          break;
+        case 'suppressions.list': {
+          const page = await mg.suppressions.list(step.domain, step.type, step.query || {});
+          result = { items: page.items.map((it) => ({ ...it })), pages: Object.keys(page.pages || {}) };
+          break;
+        }
+        case 'suppressions.get':
+          result = await mg.suppressions.get(step.domain, step.type, step.address);
+          break;
+        case 'suppressions.destroy':
+          result = await mg.suppressions.destroy(step.domain, step.type, step.address);
+          break;
+        case 'domains.list':
+          result = await mg.domains.list();
+          break;
+        case 'domains.get':
+          result = await mg.domains.get(step.domain);
+          break;
+        case 'events.get':
+          result = await mg.events.get(step.domain, step.query || {});
+          break;
+        case 'events.follow': {
+          // As a poller does: follow pages.next until an empty page, wait,
+          // poll that next page again; stop once `want` events were seen
+          // or after `rounds` empty polls in a row.
+          const seen = [];
+          let query = { ...step.query };
+          let empty = 0;
+          while (seen.length < step.want && empty < step.rounds) {
+            const page = await mg.events.get(step.domain, query);
+            if (page.items.length === 0) {
+              empty++;
+              await new Promise((r) => setTimeout(r, step.pauseMs || 100));
+            } else {
+              empty = 0;
+              for (const it of page.items) seen.push({ id: it.id, event: it.event, recipient: it.recipient,
+                messageId: it.message.headers['message-id'], userVariables: it['user-variables'], tags: it.tags });
+            }
+            query = { ...step.query, page: page.pages.next.page };
+          }
+          result = seen;
+          break;
+        }
+        default:
+          throw new Error('unknown call ' + step.call);
+      }
+      console.log(JSON.stringify({ ok: true, result }));
+    } catch (err) {
+      console.log(JSON.stringify({ ok: false, status: err.status, message: String(err.details || err.message) }));
+    }
+  }
+}
+
+main().catch((err) => { console.error(err); process.exit(1); });
