@@ -75,6 +75,7 @@ func BenchmarkLogs(b *testing.B) {
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 			for _, q := range []struct{ name, query string }{
 				{"page-unfiltered", ""},
+				{"page-100", "limit=100"},
 				{"recipient", "recipient=" + url.QueryEscape(strings.ToUpper(sample[0].Recipient))},
 				{"event_type", "event_type=opened"},
 				{"time-range-1d", "start=" + now.Add(-36*time.Hour).Format(time.RFC3339) + "&end=" + now.Add(-12*time.Hour).Format(time.RFC3339)},

@@ -193,18 +193,31 @@ func hourOf(created int64) int64 {
 	return h
 }
 
-// addCounts adds entries to the hourly counts, one upsert for the batch.
+// addCounts adds entries to the hourly counts and the all-time totals,
+// one upsert each for the batch.
 func (e Events) addCounts(ctx context.Context, entries []event.Entry) error {
 	agg := map[countKey]int64{}
 	for _, en := range entries {
 		agg[countKey{en.DomainID, hourOf(ms(en.CreatedAt)), en.Type}]++
 	}
+	if err := e.upsertCounts(ctx, agg); err != nil {
+		return err
+	}
+	totals := map[countKey]int64{}
+	for k, n := range agg {
+		totals[countKey{domain: k.domain, typ: k.typ}] += n
+	}
+	return e.upsertTotals(ctx, totals)
+}
+
+// sortedKeys orders keys by domain, hour, type: a fixed order keeps two
+// transactions sharing a stripe from taking the same row locks in crossed
+// orders.
+func sortedKeys(agg map[countKey]int64) []countKey {
 	keys := make([]countKey, 0, len(agg))
 	for k := range agg {
 		keys = append(keys, k)
 	}
-	// A fixed order keeps two transactions sharing a stripe from taking
-	// the same row locks in crossed orders.
 	slices.SortFunc(keys, func(a, b countKey) int {
 		if a.domain != b.domain {
 			return cmpInt(a.domain, b.domain)
@@ -214,6 +227,13 @@ func (e Events) addCounts(ctx context.Context, entries []event.Entry) error {
 		}
 		return strings.Compare(string(a.typ), string(b.typ))
 	})
+	return keys
+}
+
+// upsertCounts adds agg to event_counts (hour, type) rows of this
+// connection's stripe.
+func (e Events) upsertCounts(ctx context.Context, agg map[countKey]int64) error {
+	keys := sortedKeys(agg)
 	for len(keys) > 0 {
 		chunk := keys[:min(len(keys), insertChunk)]
 		keys = keys[len(chunk):]
@@ -234,6 +254,29 @@ func (e Events) addCounts(ctx context.Context, entries []event.Entry) error {
 		}
 	}
 	return nil
+}
+
+// upsertTotals adds totals (keys without hours) to event_totals; a batch
+// holds at most a few domains times eleven types, so one statement.
+func (e Events) upsertTotals(ctx context.Context, totals map[countKey]int64) error {
+	keys := sortedKeys(totals)
+	if len(keys) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString(`INSERT INTO event_totals (domain_id, event_type, stripe, n) VALUES `)
+	args := make([]any, 0, len(keys)*3)
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		n := i * 3
+		b.WriteString("($" + strconv.Itoa(n+1) + ",$" + strconv.Itoa(n+2) + "," + e.stripe() + ",$" + strconv.Itoa(n+3) + ")")
+		args = append(args, k.domain, string(k.typ), totals[k])
+	}
+	b.WriteString(` ON CONFLICT (domain_id, event_type, stripe) DO UPDATE SET n = event_totals.n + excluded.n`)
+	_, err := e.q.ExecContext(ctx, b.String(), args...)
+	return notFound(err, "event totals")
 }
 
 // stripe is the event_counts stripe of this connection (see 00003_events.sql).
