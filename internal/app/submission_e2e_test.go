@@ -209,18 +209,31 @@ func TestSubmissionEndToEnd(t *testing.T) {
 		if err := c.Mail("orders@shop.example.com"); replyCode(err) != 530 {
 			t.Errorf("MAIL without AUTH: %v, want 530", err)
 		}
-		if _, err := dialSubmission(t, e, false, smtp.PlainAuth("", "alice", "pl_wrong", "127.0.0.1")); replyCode(err) != 535 {
+		bad, err := dialSubmission(t, e, false, smtp.PlainAuth("", "alice", "pl_wrong", "127.0.0.1"))
+		if replyCode(err) != 535 {
 			t.Errorf("bad credentials: %v, want 535", err)
 		}
+		bad.Quit() //nolint:errcheck // the session is counted when it ends
+
 		c, _ = dialSubmission(t, e, false, smtp.PlainAuth("", "alice", key, "127.0.0.1"))
 		if err := c.Mail("someone@other.example"); replyCode(err) != 550 {
 			t.Errorf("a foreign envelope sender: %v, want 550", err)
 		}
-		resp := e.Do(apitest.Request{Method: "GET", Path: "/metrics"})
+		// The server counts a session when it sees the connection end,
+		// which may be a moment after the client's QUIT returned.
 		for _, want := range []string{`postline_submission_messages_total{outcome="accepted"} 2`,
 			`postline_submission_sessions_total{outcome="auth_failed"} 1`} {
-			if !bytes.Contains(resp.Body, []byte(want)) {
-				t.Errorf("metrics lack %s", want)
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				resp := e.Do(apitest.Request{Method: "GET", Path: "/metrics"})
+				if bytes.Contains(resp.Body, []byte(want)) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("metrics lack %s", want)
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 		}
 	})
