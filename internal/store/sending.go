@@ -23,7 +23,7 @@ type Sending struct {
 var _ sending.Store = Sending{}
 
 // NewSending returns the sending store.
-func NewSending(db *DB) Sending { return Sending{db: db, stmts: newStmtCache(db)} }
+func NewSending(db *DB) Sending { return Sending{db: db, stmts: db.stmts} }
 
 // Enqueue implements sending.Store.
 func (s Sending) Enqueue(ctx context.Context, snd *sending.Send, atts []sending.Attachment, ds []sending.Delivery,

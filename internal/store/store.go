@@ -57,6 +57,9 @@ type DB struct {
 	// those of other schemas in the same PostgreSQL database (advisory locks
 	// and NOTIFY channels are database-wide): the schema's oid mod 2^16.
 	ns int64
+	// stmts are the writer's statements prepared once (SQLite; nil on
+	// PostgreSQL, whose driver caches statements per connection itself).
+	stmts *stmtCache
 }
 
 // Open opens the database named by url ("sqlite:PATH" or "postgres://...").
@@ -125,7 +128,9 @@ func openSQLite(ctx context.Context, path, url string) (*DB, error) {
 		r.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	return &DB{Dialect: SQLite, URL: url, w: w, r: r, rd: newPreparedPool(r)}, nil
+	db := &DB{Dialect: SQLite, URL: url, w: w, r: r, rd: newPreparedPool(r)}
+	db.stmts = newStmtCache(db)
+	return db, nil
 }
 
 // Close closes the database.
