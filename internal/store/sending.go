@@ -74,7 +74,7 @@ func (s Sending) Claim(ctx context.Context, owner string, now, leaseUntil time.T
 		query = strings.Replace(claimDue, "LIMIT $4)", "LIMIT $4 FOR UPDATE SKIP LOCKED)", 1)
 	}
 	s.stmts.warm(ctx)
-	return s.transition(ctx, func(q Querier) (*sql.Rows, error) {
+	return s.transition(ctx, s.db.InTxUnsynced, func(q Querier) (*sql.Rows, error) {
 		rows, err := s.stmts.query(ctx, q, query, owner, ms(leaseUntil), ms(now), limit)
 		return rows, notFound(err, "deliveries")
 	}, entries)
@@ -82,10 +82,10 @@ func (s Sending) Claim(ctx context.Context, owner string, now, leaseUntil time.T
 
 // transition runs an UPDATE ... RETURNING id, loads the rows it changed and
 // records entries(them), in one transaction.
-func (s Sending) transition(ctx context.Context, update func(q Querier) (*sql.Rows, error),
-	entries func([]sending.Delivery) []event.Entry) ([]sending.Delivery, error) {
+func (s Sending) transition(ctx context.Context, inTx func(context.Context, func(Querier) error) error,
+	update func(q Querier) (*sql.Rows, error), entries func([]sending.Delivery) []event.Entry) ([]sending.Delivery, error) {
 	var out []sending.Delivery
-	err := s.db.InTx(ctx, func(q Querier) error {
+	err := inTx(ctx, func(q Querier) error {
 		rows, err := update(q)
 		if err != nil {
 			return err
@@ -318,7 +318,7 @@ func (s Sending) MessageDeliveries(ctx context.Context, domainID int64, messageI
 // (sending) or cancelled, never both.
 func (s Sending) CancelMessage(ctx context.Context, domainID int64, messageID string, now time.Time,
 	entries func([]sending.Delivery) []event.Entry) ([]sending.Delivery, error) {
-	out, err := s.transition(ctx, func(q Querier) (*sql.Rows, error) {
+	out, err := s.transition(ctx, s.db.InTx, func(q Querier) (*sql.Rows, error) {
 		return q.QueryContext(ctx, `UPDATE deliveries SET state = 'cancelled', updated_at = $3
 			WHERE domain_id = $1 AND message_id = $2 AND state IN ('pending', 'deferred') RETURNING id`, domainID, messageID, ms(now))
 	}, entries)

@@ -14,6 +14,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	neturl "net/url"
@@ -185,7 +186,41 @@ type Querier interface {
 // Capabilities that must commit together (a message, its deliveries and
 // their queued events) share one.
 func (db *DB) InTx(ctx context.Context, fn func(q Querier) error) error {
-	tx, err := db.w.BeginTx(ctx, nil)
+	return runTx(ctx, db.w.BeginTx, fn)
+}
+
+// InTxUnsynced runs fn as InTx does, but on SQLite its commit does not wait
+// for the disk (synchronous=NORMAL for this commit alone): for writes that
+// a power cut may take harmlessly because the next synced commit carries
+// them to disk and nothing depends on them before it. The queue's claims
+// are such writes: a lost claim is a lease that never was, and the
+// delivery is claimed again as after an expired lease (its outcome commit
+// is synced, and syncs the claim with it). The writer connection is held
+// throughout so that no other commit runs while the setting is relaxed.
+func (db *DB) InTxUnsynced(ctx context.Context, fn func(q Querier) error) error {
+	if db.Dialect != SQLite {
+		return db.InTx(ctx, fn)
+	}
+	conn, err := db.w.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("store: writer: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		return fmt.Errorf("store: relax sync: %w", err)
+	}
+	defer func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`); err != nil {
+			// Never hand a relaxed connection back: discard it; the pool
+			// opens a new one with the DSN's FULL.
+			conn.Raw(func(any) error { return driver.ErrBadConn }) //nolint:errcheck
+		}
+	}()
+	return runTx(ctx, conn.BeginTx, fn)
+}
+
+func runTx(ctx context.Context, begin func(context.Context, *sql.TxOptions) (*sql.Tx, error), fn func(q Querier) error) error {
+	tx, err := begin(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
