@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/postline/postline/internal/attach"
@@ -64,6 +65,10 @@ type Worker struct {
 	signers   signerCache
 	heavy     chan struct{}         // attachment processing at once (decoded images, PDFs)
 	completes *batcher[*completion] // group commit of outcomes (batch_complete.go)
+
+	// attemptEWMA is the moving mean of attempt durations (ns); it starts
+	// at 0, and a few slow attempts lift it past quickAttempt.
+	attemptEWMA atomic.Int64
 
 	stop     context.CancelFunc
 	attempts context.CancelFunc
@@ -141,17 +146,31 @@ func (w *Worker) Stop() {
 func (w *Worker) loop(ctx, attemptCtx context.Context) {
 	slots := make(chan struct{}, w.cfg.Concurrency)
 	finished := make(chan struct{}, w.cfg.Concurrency)
+	var ahead []claimed // claimed beyond the free slots; started as slots free
+	defer func() { w.releaseAhead(ahead) }()
 	for {
 		free := cap(slots) - len(slots)
-		claimed := 0
+		for free > 0 && len(ahead) > 0 {
+			w.startOrRelease(attemptCtx, ahead[0], slots, finished)
+			ahead, free = ahead[1:], free-1
+		}
+		want, got := 0, 0
 		if free > 0 {
-			var err error
-			claimed, err = w.runOnce(ctx, attemptCtx, free, slots, finished)
+			want = free + w.claimAhead()
+			ds, err := w.claim(ctx, attemptCtx, want)
 			if err != nil && ctx.Err() == nil {
 				w.cfg.Logger.Warn("claiming deliveries failed", "error", err)
 			}
+			for i, c := range ds {
+				if i < free {
+					w.start(attemptCtx, c, slots, finished)
+				} else {
+					ahead = append(ahead, c)
+				}
+			}
+			got = len(ds)
 		}
-		if claimed > 0 && claimed == free {
+		if got > 0 && got == want {
 			continue // there may be more due right now
 		}
 		select {
@@ -164,10 +183,17 @@ func (w *Worker) loop(ctx, attemptCtx context.Context) {
 	}
 }
 
-// runOnce claims up to free due deliveries and starts an attempt for each.
-func (w *Worker) runOnce(ctx, attemptCtx context.Context, free int, slots, finished chan struct{}) (int, error) {
+// claimed is a claimed delivery with what its claim prefetched.
+type claimed struct {
+	d   Delivery
+	pre prefetched
+	at  time.Time // when it was claimed
+}
+
+// claim claims up to n due deliveries and prefetches what they need.
+func (w *Worker) claim(ctx, attemptCtx context.Context, n int) ([]claimed, error) {
 	now := w.cfg.Now()
-	ds, err := w.store.Claim(ctx, w.owner, now, now.Add(w.cfg.Lease), free, func(ds []Delivery) []event.Entry {
+	ds, err := w.store.Claim(ctx, w.owner, now, now.Add(w.cfg.Lease), n, func(ds []Delivery) []event.Entry {
 		out := make([]event.Entry, len(ds))
 		for i, d := range ds {
 			out[i] = deliveryEntry(d, event.Send, now, map[string]any{"attempt": d.Attempts})
@@ -175,26 +201,82 @@ func (w *Worker) runOnce(ctx, attemptCtx context.Context, free int, slots, finis
 		return out
 	})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	pre := w.prefetch(attemptCtx, ds)
+	out := make([]claimed, len(ds))
 	for i, d := range ds {
-		slots <- struct{}{}
+		out[i] = claimed{d: d, pre: pre[i], at: now}
 		w.events.Wake(d.DomainID)
-		w.wg.Add(1)
-		go func() {
-			defer func() {
-				<-slots
-				select {
-				case finished <- struct{}{}:
-				default:
-				}
-				w.wg.Done()
-			}()
-			w.safeAttempt(attemptCtx, d, pre[i])
-		}()
 	}
-	return len(ds), nil
+	return out, nil
+}
+
+// start runs c's attempt in a slot.
+func (w *Worker) start(attemptCtx context.Context, c claimed, slots, finished chan struct{}) {
+	slots <- struct{}{}
+	w.wg.Add(1)
+	go func() {
+		defer func() {
+			<-slots
+			select {
+			case finished <- struct{}{}:
+			default:
+			}
+			w.wg.Done()
+		}()
+		w.safeAttempt(attemptCtx, c.d, c.pre)
+	}()
+}
+
+// startOrRelease starts a delivery claimed ahead, unless it waited so long
+// that its lease (renewed only once the attempt runs) may lapse before it
+// starts: then it goes back to the queue.
+func (w *Worker) startOrRelease(attemptCtx context.Context, c claimed, slots, finished chan struct{}) {
+	if w.cfg.Now().Sub(c.at) > w.cfg.Lease/2 {
+		w.releaseAhead([]claimed{c})
+		return
+	}
+	w.start(attemptCtx, c, slots, finished)
+}
+
+// releaseAhead puts deliveries claimed ahead back in the queue, due now.
+func (w *Worker) releaseAhead(cs []claimed) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, c := range cs {
+		if err := w.store.Release(ctx, c.d.ID, w.owner, w.cfg.Now()); err != nil {
+			w.cfg.Logger.Warn("releasing a delivery claimed ahead", "delivery", c.d.ID, "error", err)
+		}
+	}
+}
+
+// claimAhead is how many deliveries to claim beyond the free slots: as
+// many as the slots while recent attempts are quick, so a slot that frees
+// starts its next delivery without waiting for a claim transaction; none
+// while attempts are slow, where a delivery claimed ahead would wait
+// behind them (and no other process could take it meanwhile).
+func (w *Worker) claimAhead() int {
+	if time.Duration(w.attemptEWMA.Load()) < quickAttempt {
+		return w.cfg.Concurrency
+	}
+	return 0
+}
+
+// quickAttempt is the mean attempt time under which claiming ahead costs
+// a delivery at most a fraction of a second of waiting.
+const quickAttempt = 250 * time.Millisecond
+
+// noteAttempt folds an attempt's duration into the moving average (1/8
+// weight) that claimAhead reads.
+func (w *Worker) noteAttempt(d time.Duration) {
+	for {
+		old := w.attemptEWMA.Load()
+		next := old + (int64(d)-old)/8
+		if w.attemptEWMA.CompareAndSwap(old, next) {
+			return
+		}
+	}
 }
 
 // safeAttempt runs an attempt and turns a panic (a bug, or input no test
@@ -202,7 +284,9 @@ func (w *Worker) runOnce(ctx, attemptCtx context.Context, free int, slots, finis
 // process would die, its leases expire, and the same delivery would be
 // claimed and crash the next process too.
 func (w *Worker) safeAttempt(ctx context.Context, d Delivery, pre prefetched) {
+	t0 := time.Now()
 	defer func() {
+		w.noteAttempt(time.Since(t0))
 		if r := recover(); r != nil {
 			w.cfg.Logger.Error("delivery attempt panicked; failing the delivery", "delivery", d.ID, "panic", r,
 				"stack", string(debug.Stack()))
