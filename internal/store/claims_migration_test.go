@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 )
 
@@ -12,11 +11,7 @@ import (
 func TestClaimsMigrationKeepsChildRows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "p.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openTempSQLite(t)
 	p, err := db.migrations()
 	if err != nil {
 		t.Fatal(err)

@@ -13,11 +13,7 @@ import (
 func TestSQLiteCommitsAreSynced(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "p.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openTempSQLite(t)
 	var mode int
 	if err := db.w.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&mode); err != nil {
 		t.Fatal(err)
@@ -33,11 +29,7 @@ func TestSQLiteCommitsAreSynced(t *testing.T) {
 func TestUnsyncedCommitLeavesTheWriterSynced(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "p.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openTempSQLite(t)
 	mode := func(q Querier) int {
 		var m int
 		if err := q.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&m); err != nil {
@@ -70,4 +62,16 @@ func TestUnsyncedCommitLeavesTheWriterSynced(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// openTempSQLite opens a new SQLite database in the test's directory,
+// closed at its end.
+func openTempSQLite(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "p.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
