@@ -3,12 +3,11 @@ package app_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/postline/postline/internal/config"
+	"github.com/postline/postline/internal/smtptest"
 	"github.com/postline/postline/internal/testutil"
 )
 
@@ -23,33 +22,9 @@ func TestClaimAheadReleasedAtStop(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			// An MX that accepts connections and never greets: attempts hang.
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var mu sync.Mutex
-			var conns []net.Conn
-			go func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					mu.Lock()
-					conns = append(conns, c)
-					mu.Unlock()
-				}
-			}()
-			t.Cleanup(func() {
-				ln.Close()
-				mu.Lock()
-				for _, c := range conns {
-					c.Close()
-				}
-				mu.Unlock()
-			})
+			mx := smtptest.Silent(t, "127.0.0.1:0")
 			e := startSend(t, d, false, func(c *config.Config) {
-				c.MXPort = ln.Addr().(*net.TCPAddr).Port
+				c.MXPort = mx.Port
 				c.DeliveryWorkers = 2
 				c.DeliveryLease = time.Hour // a stranded claim would stay leased for the whole test
 				c.ShutdownTimeout = 200 * time.Millisecond

@@ -231,8 +231,9 @@ func key(addr string) string { return strings.ToLower(addr) }
 
 // Silent listens on addr ("127.0.0.3:2525") and accepts connections
 // without ever sending a greeting: a server that hangs, for the time
-// budgets of clients. It stops when the test ends.
-func Silent(t testing.TB, addr string) {
+// budgets of clients. It stops when the test ends. It returns the address
+// it listens on (for a port 0 in addr).
+func Silent(t testing.TB, addr string) *net.TCPAddr {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -259,4 +260,5 @@ func Silent(t testing.TB, addr string) {
 			mu.Unlock()
 		}
 	}()
+	return ln.Addr().(*net.TCPAddr)
 }
