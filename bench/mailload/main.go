@@ -1,0 +1,238 @@
+// Command mailload measures mail throughput end to end, out of process, for
+// BENCHMARKS.md: an SMTP sink that counts what arrives (and how much of it
+// carries a DKIM signature), and an SMTP client load that submits N
+// messages on C connections and waits until the sink has them all.
+// Everything listens on and talks to loopback only.
+//
+//	mailload sink -addr 127.0.0.1:2626 -status 127.0.0.1:2627
+//	mailload send -addr 127.0.0.1:2587 -auth bench:KEY -n 2000 -c 8 \
+//	    -from orders@shop.example -status 127.0.0.1:2627
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: mailload sink|send [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "sink":
+		err = sink(os.Args[2:])
+	case "send":
+		err = send(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown mode %q: want sink or send", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mailload:", err)
+		os.Exit(1)
+	}
+}
+
+func loopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%s is not a loopback address", addr)
+	}
+	return nil
+}
+
+// counts is what the sink has received so far.
+type counts struct {
+	messages atomic.Int64
+	signed   atomic.Int64 // with a DKIM-Signature header
+}
+
+// sink accepts every message and counts it; GET /status on the status
+// address answers "messages signed".
+func sink(args []string) error {
+	fs := flag.NewFlagSet("sink", flag.ExitOnError)
+	addr := fs.String("addr", "127.0.0.1:2626", "SMTP listen address (loopback)")
+	status := fs.String("status", "127.0.0.1:2627", "HTTP status address (loopback)")
+	fs.Parse(args)
+	if err := loopback(*addr); err != nil {
+		return err
+	}
+	if err := loopback(*status); err != nil {
+		return err
+	}
+	var c counts
+	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{c: &c}, nil }))
+	srv.Addr = *addr
+	srv.Domain = "sink.localhost"
+	srv.MaxMessageBytes = 64 << 20
+	srv.MaxRecipients = 1000
+	srv.ReadTimeout, srv.WriteTimeout = time.Minute, time.Minute
+	go func() {
+		http.ListenAndServe(*status, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprintf(w, "%d %d\n", c.messages.Load(), c.signed.Load())
+		}))
+	}()
+	return srv.ListenAndServe()
+}
+
+type session struct{ c *counts }
+
+func (s *session) Mail(string, *smtp.MailOptions) error { return nil }
+func (s *session) Rcpt(string, *smtp.RcptOptions) error { return nil }
+func (s *session) Reset()                               {}
+func (s *session) Logout() error                        { return nil }
+
+func (s *session) Data(r io.Reader) error {
+	signed := false
+	br := bufio.NewReader(r)
+	for { // the header section, then the body is drained
+		line, err := br.ReadString('\n')
+		if strings.HasPrefix(strings.ToLower(line), "dkim-signature:") {
+			signed = true
+		}
+		if err != nil || strings.TrimRight(line, "\r\n") == "" {
+			break
+		}
+	}
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		return err
+	}
+	s.c.messages.Add(1)
+	if signed {
+		s.c.signed.Add(1)
+	}
+	return nil
+}
+
+// send submits n messages on c connections (AUTH PLAIN when -auth is
+// given), then waits until the sink counted them all, and prints both
+// times and the end-to-end rate.
+func send(args []string) error {
+	fs := flag.NewFlagSet("send", flag.ExitOnError)
+	addr := fs.String("addr", "127.0.0.1:2587", "SMTP server to submit to (loopback)")
+	auth := fs.String("auth", "", "USER:PASSWORD for AUTH PLAIN (none when empty)")
+	n := fs.Int("n", 2000, "messages")
+	conns := fs.Int("c", 8, "connections")
+	from := fs.String("from", "orders@shop.example", "envelope and header sender")
+	status := fs.String("status", "127.0.0.1:2627", "the sink's status address")
+	label := fs.String("label", "", "label printed with the result")
+	timeout := fs.Duration("timeout", 10*time.Minute, "give up waiting for the sink after this long")
+	fs.Parse(args)
+	if err := loopback(*addr); err != nil {
+		return err
+	}
+	before, signedBefore, err := sinkCount(*status)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, *conns)
+	for range *conns {
+		wg.Go(func() {
+			if err := submit(*addr, *auth, *from, int64(*n), &next); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	submitted := time.Since(start)
+	deadline := time.Now().Add(*timeout)
+	for {
+		got, signed, err := sinkCount(*status)
+		if err != nil {
+			return err
+		}
+		if got-before >= int64(*n) {
+			total := time.Since(start)
+			fmt.Printf("%s\t%d msgs\tsubmitted %.2fs\tdelivered %.2fs\t%.0f msgs/s\tsigned %d\n", *label, *n,
+				submitted.Seconds(), total.Seconds(), float64(*n)/total.Seconds(), signed-signedBefore)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the sink has %d of %d messages after %s", got-before, *n, *timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func sinkCount(status string) (messages, signed int64, err error) {
+	resp, err := http.Get("http://" + status + "/")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0, errors.New("sink status: " + string(b))
+	}
+	messages, _ = strconv.ParseInt(f[0], 10, 64)
+	signed, _ = strconv.ParseInt(f[1], 10, 64)
+	return messages, signed, nil
+}
+
+// submit sends messages on one connection until n were taken by all.
+func submit(addr, auth, from string, n int64, next *atomic.Int64) error {
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Hello("load.localhost"); err != nil {
+		return err
+	}
+	if user, pass, ok := strings.Cut(auth, ":"); ok {
+		if err := c.Auth(sasl.NewPlainClient("", user, pass)); err != nil {
+			return err
+		}
+	}
+	for i := next.Add(1); i <= n; i = next.Add(1) {
+		to := fmt.Sprintf("user%d@rcpt.example.net", i)
+		if err := c.SendMail(from, []string{to}, bytes.NewReader(message(from, to, i))); err != nil {
+			return fmt.Errorf("message %d: %w", i, err)
+		}
+	}
+	return c.Quit()
+}
+
+// message is the same order confirmation the in-process benchmarks send:
+// text and HTML alternatives of about 520 bytes each.
+func message(from, to string, i int64) []byte {
+	text := strings.Repeat("Thank you for your order. ", 20)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "From: %s\r\nTo: %s\r\nSubject: Your order\r\nDate: %s\r\nMessage-ID: <load-%d-%d@load.localhost>\r\n",
+		from, to, time.Now().Format(time.RFC1123Z), time.Now().UnixNano(), i)
+	b.WriteString("MIME-Version: 1.0\r\nContent-Type: multipart/alternative; boundary=\"b1\"\r\n\r\n")
+	b.WriteString("--b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n" + text + "\r\n")
+	b.WriteString("--b1\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>" + text + "</p>\r\n--b1--\r\n")
+	return b.Bytes()
+}
+

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# End to end against Postfix + OpenDKIM on the same machine: both take N
+# messages over SMTP from C client connections (bench/mailload), sign them
+# with a 2048-bit DKIM key and relay them to the same counting sink; the
+# two alternate, R rounds. Postline runs on its embedded SQLite with every
+# commit synced (the default); Postfix fsyncs its queue files (its
+# default). Prints messages/s from the first submission to the last message
+# at the sink, and the CPU the server side used per message (Postline's
+# process; Postfix's master, its children and OpenDKIM).
+#
+# Needs root and Debian's postfix and opendkim packages (apt-get install
+# postfix opendkim); uses a private Postfix configuration and spool in a
+# temporary directory, never /etc/postfix. Loopback only.
+#
+# Usage: bench/postfix.sh [N, default 2000] [rounds, default 3] [clients, default 8]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-2000}; rounds=${2:-3}; clients=${3:-8}
+[ "$(id -u)" = 0 ] || { echo "bench/postfix.sh: run as root (Postfix's master starts as root)" >&2; exit 2; }
+command -v postfix >/dev/null && command -v opendkim >/dev/null ||
+  { echo "bench/postfix.sh: needs postfix and opendkim (apt-get install postfix opendkim)" >&2; exit 2; }
+
+work=$(mktemp -d); chmod 755 "$work"
+pf=$work/postfix
+cleanup() {
+  postfix -c "$pf/conf" stop >/dev/null 2>&1 || true
+  [ -f "$pf/opendkim.pid" ] && kill "$(cat "$pf/opendkim.pid")" 2>/dev/null || true
+  kill $(jobs -p) 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+go build -o "$work/postline" ./cmd/postline
+go build -o "$work/mailload" ./bench/mailload
+"$work/mailload" sink -addr 127.0.0.1:2626 -status 127.0.0.1:2627 &
+
+# Postline: a relay domain pointing at the sink, SMTP submission on 2587.
+export POSTLINE_DATA_DIR=$work/postline-data POSTLINE_ADDR=127.0.0.1:2580 POSTLINE_LOG_LEVEL=warn
+export POSTLINE_SUBMISSION_LISTEN=127.0.0.1:2587 POSTLINE_SUBMISSION_ALLOW_PLAIN_AUTH=true
+export POSTLINE_RATE_DOMAIN_PER_MINUTE=100000000
+"$work/postline" user create bench >/dev/null
+key=$("$work/postline" key create bench | grep -o 'pl_[A-Za-z0-9_-]*' | head -1)
+"$work/postline" domain add bench shop.example --smtp-host 127.0.0.1 --smtp-port 2626 --smtp-tls none >/dev/null
+"$work/postline" domain verify shop.example --force >/dev/null
+"$work/postline" serve 2>"$work/postline.log" &
+postline_pid=$!
+
+# Postfix: a private instance (config, spool and log under $pf), relaying
+# everything to the sink through the OpenDKIM milter.
+mkdir -p "$pf/conf" "$pf/spool" "$pf/data"
+openssl genrsa -out "$pf/dkim.pem" 2048 2>/dev/null
+chown opendkim "$pf/dkim.pem"; chmod 600 "$pf/dkim.pem"
+cat >"$pf/opendkim.conf" <<EOF
+Syslog no
+Mode s
+Domain shop.example
+Selector bench
+KeyFile $pf/dkim.pem
+Canonicalization relaxed/relaxed
+SignatureAlgorithm rsa-sha256
+Socket inet:2891@127.0.0.1
+PidFile $pf/opendkim.pid
+UserID opendkim
+RequireSafeKeys no
+EOF
+cat >"$pf/conf/main.cf" <<EOF
+compatibility_level = 3.6
+queue_directory = $pf/spool
+data_directory = $pf/data
+maillog_file = $pf/maillog
+maillog_file_prefixes = $pf
+mail_owner = postfix
+setgid_group = postdrop
+myhostname = postfix.localhost
+mydestination =
+alias_maps =
+alias_database =
+local_recipient_maps =
+inet_interfaces = loopback-only
+inet_protocols = ipv4
+mynetworks = 127.0.0.0/8
+relayhost = [127.0.0.1]:2626
+disable_dns_lookups = yes
+smtp_dns_support_level = disabled
+smtp_tls_security_level = none
+smtpd_tls_security_level = none
+smtpd_milters = inet:127.0.0.1:2891
+non_smtpd_milters = inet:127.0.0.1:2891
+milter_default_action = tempfail
+default_destination_concurrency_limit = $clients
+EOF
+cat >"$pf/conf/master.cf" <<'EOF'
+127.0.0.1:2525 inet n - n - - smtpd
+pickup    unix  n - n 60 1 pickup
+cleanup   unix  n - n - 0 cleanup
+qmgr      unix  n - n 300 1 qmgr
+rewrite   unix  - - n - - trivial-rewrite
+bounce    unix  - - n - 0 bounce
+defer     unix  - - n - 0 bounce
+trace     unix  - - n - 0 bounce
+verify    unix  - - n - 1 verify
+flush     unix  n - n 1000? 0 flush
+proxymap  unix  - - n - - proxymap
+smtp      unix  - - n - - smtp
+relay     unix  - - n - - smtp
+showq     unix  n - n - - showq
+error     unix  - - n - - error
+retry     unix  - - n - - error
+discard   unix  - - n - - discard
+anvil     unix  - - n - 1 anvil
+scache    unix  - - n - 1 scache
+postlog   unix-dgram n - n - 1 postlogd
+EOF
+for d in active bounce corrupt defer deferred flush hold incoming private saved trace; do
+  mkdir -p "$pf/spool/$d"; chown postfix "$pf/spool/$d"; chmod 700 "$pf/spool/$d"
+done
+mkdir -p "$pf/spool/maildrop" "$pf/spool/public" "$pf/spool/pid"
+chown postfix:postdrop "$pf/spool/maildrop" "$pf/spool/public"; chmod 730 "$pf/spool/maildrop"; chmod 710 "$pf/spool/public"
+chown postfix "$pf/data"
+opendkim -x "$pf/opendkim.conf"
+postfix -c "$pf/conf" start >/dev/null
+
+for _ in $(seq 100); do
+  (echo >/dev/tcp/127.0.0.1/2587 && echo >/dev/tcp/127.0.0.1/2525) 2>/dev/null && break; sleep 0.1
+done
+
+# CPU seconds (user + system, children included) of the given processes.
+cpu() {
+  local t=0 f
+  for p in "$@"; do
+    read -r -a f <"/proc/$p/stat" 2>/dev/null || continue
+    t=$((t + f[13] + f[14] + f[15] + f[16]))
+  done
+  echo "$t"
+}
+postfix_pids() {
+  local master; master=$(cat "$pf/spool/pid/master.pid" | tr -d ' ')
+  echo "$master" $(pgrep -P "$master") $(pgrep -x opendkim)
+}
+hz=$(getconf CLK_TCK)
+measure() { # label, mailload flags...
+  local label=$1; shift
+  local pids before after line
+  if [ "$label" = postline ]; then pids=$postline_pid; else pids=$(postfix_pids); fi
+  before=$(cpu $pids)
+  line=$("$work/mailload" send -n "$n" -c "$clients" -from orders@shop.example -status 127.0.0.1:2627 -label "$label" "$@")
+  if [ "$label" = postline ]; then pids=$postline_pid; else pids=$(postfix_pids); fi
+  after=$(cpu $pids)
+  printf '%s\tserver CPU %.2f ms/msg\n' "$line" "$(echo "($after - $before) * 1000 / $hz / $n" | bc -l)"
+}
+# One small warm-up each (process start-up, first key load), not counted.
+n_saved=$n; n=50
+measure postline -addr 127.0.0.1:2587 -auth "bench:$key" >/dev/null
+measure postfix -addr 127.0.0.1:2525 >/dev/null
+n=$n_saved
+for _ in $(seq "$rounds"); do
+  measure postline -addr 127.0.0.1:2587 -auth "bench:$key"
+  measure postfix -addr 127.0.0.1:2525
+done
