@@ -235,4 +235,3 @@ func message(from, to string, i int64) []byte {
 	b.WriteString("--b1\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>" + text + "</p>\r\n--b1--\r\n")
 	return b.Bytes()
 }
-
