@@ -58,6 +58,7 @@ type Service struct {
 	store Store
 	cfg   Config
 	hub   *hub
+	pages *pageCache
 }
 
 // NewService returns the service over st.
@@ -68,7 +69,7 @@ func NewService(st Store, cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{store: st, cfg: cfg, hub: newHub()}
+	return &Service{store: st, cfg: cfg, hub: newHub(), pages: newPageCache()}
 }
 
 // Record stores entries in one transaction, then wakes the followers of
@@ -114,7 +115,7 @@ func (s *Service) RecordTx(ctx context.Context, tx Store, entries ...Entry) (pub
 	if err := tx.Insert(ctx, list); err != nil {
 		return nil, err
 	}
-	return func() { s.hub.publish(domains...) }, nil
+	return func() { s.wake(domains...) }, nil
 }
 
 func check(e Entry) error {
@@ -140,10 +141,19 @@ func compactDetails(d json.RawMessage) (json.RawMessage, error) {
 
 // Wake tells the followers of a domain that it may have new entries; the
 // PostgreSQL listener calls it for entries recorded by other processes.
-func (s *Service) Wake(domainID int64) { s.hub.publish(domainID) }
+func (s *Service) Wake(domainID int64) { s.wake(domainID) }
+
+// wake marks the domains' cached pages old, then wakes their followers.
+func (s *Service) wake(domainIDs ...int64) {
+	s.pages.wake(domainIDs...)
+	s.hub.publish(domainIDs...)
+}
 
 // WakeAll wakes every follower, after notifications may have been lost.
-func (s *Service) WakeAll() { s.hub.publishAll() }
+func (s *Service) WakeAll() {
+	s.pages.wakeAll()
+	s.hub.publishAll()
+}
 
 // Page is one page of a list.
 type Page struct {
@@ -171,20 +181,35 @@ func (s *Service) Horizon(ctx context.Context, domainID int64) (int64, error) {
 }
 
 // List returns the page of entries f selects, newest first, with the total.
+// A page asked again while the domain's log did not change comes from
+// memory (pagecache.go).
 func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 	f.Order = NewestFirst
+	gen, all := s.pages.version(f.DomainID)
+	stamp, _, err := s.store.Count(ctx, Filter{DomainID: f.DomainID}, 0) // the all-time total: exact, from the totals
+	if err != nil {
+		return Page{}, err
+	}
+	now := time.Now() // not cfg.Now: the cache's lifetime is real time even when tests hold the clock
+	if page, ok := s.pages.get(f, gen, all, stamp, now); ok {
+		return page, nil
+	}
 	entries, err := s.store.List(ctx, f)
 	if err != nil {
 		return Page{}, err
 	}
-	n, exact, err := s.store.Count(ctx, f, f.Offset+f.Limit+s.cfg.CountCap)
-	if err != nil {
-		return Page{}, err
+	n, exact := stamp, true
+	if f != (Filter{DomainID: f.DomainID, Limit: f.Limit, Offset: f.Offset, Order: f.Order}) {
+		if n, exact, err = s.store.Count(ctx, f, f.Offset+f.Limit+s.cfg.CountCap); err != nil {
+			return Page{}, err
+		}
 	}
 	// A concurrent insert may land between the two statements; the total
 	// never claims fewer entries than the page shows.
 	if len(entries) > 0 {
 		n = max(n, f.Offset+len(entries))
 	}
-	return Page{Entries: entries, Total: n, Exact: exact}, nil
+	page := Page{Entries: entries, Total: n, Exact: exact}
+	s.pages.put(f, page, gen, all, stamp, now)
+	return page, nil
 }

@@ -133,30 +133,54 @@ func (s Sending) EnqueueMany(ctx context.Context, jobs []sending.EnqueueJob) err
 		}
 		headers[i] = string(h)
 	}
+	if s.db.Dialect == Postgres {
+		return s.enqueuePG(ctx, jobs, headers)
+	}
 	s.stmts.warm(ctx)
 	return s.db.InTx(ctx, func(q Querier) error {
-		var err error
-		if s.db.Dialect == Postgres && (len(jobs) > 1 || len(jobs[0].Deliveries) > 1) {
-			err = s.insertJobsPG(ctx, q, jobs, headers)
-		} else {
-			err = s.insertJobsEach(ctx, q, jobs, headers)
-		}
-		if err != nil {
+		if err := s.insertJobsEach(ctx, q, jobs, headers); err != nil {
 			return err
 		}
-		var entries []event.Entry
-		for _, j := range jobs {
-			if err := insertAttachments(ctx, q, j.Send.ID, j.Attachments); err != nil {
-				return err
-			}
-			entries = append(entries, j.Entries(j.Deliveries)...)
-		}
-		return NewEvents(s.db).In(q).Insert(ctx, entries)
+		return insertJobsRest(ctx, s.db, q, jobs)
 	})
 }
 
+// enqueuePG takes the group's ids from the sequences first, in one round
+// trip (sequences stand outside transactions: a failed group leaves gaps,
+// as a rolled-back insert would), then sends every insert in one pipelined
+// transaction: two round trips for a group of any size.
+func (s Sending) enqueuePG(ctx context.Context, jobs []sending.EnqueueJob, headers []string) error {
+	n := 0
+	for _, j := range jobs {
+		n += len(j.Deliveries)
+	}
+	sendIDs, deliveryIDs, err := nextIDsPG(ctx, s.db.w, len(jobs), n)
+	if err != nil {
+		return err
+	}
+	return s.db.InPipeline(ctx, func(q Querier) error {
+		if err := insertJobsPG(ctx, q, jobs, headers, sendIDs, deliveryIDs); err != nil {
+			return err
+		}
+		return insertJobsRest(ctx, s.db, q, jobs)
+	})
+}
+
+// insertJobsRest inserts the jobs' attachments and log entries, after
+// their sends and deliveries.
+func insertJobsRest(ctx context.Context, db *DB, q Querier, jobs []sending.EnqueueJob) error {
+	var entries []event.Entry
+	for _, j := range jobs {
+		if err := insertAttachments(ctx, q, j.Send.ID, j.Attachments); err != nil {
+			return err
+		}
+		entries = append(entries, j.Entries(j.Deliveries)...)
+	}
+	return NewEvents(db).In(q).Insert(ctx, entries)
+}
+
 // insertJobsEach inserts row by row: SQLite's way (prepared statements on
-// an in-process engine) and PostgreSQL's for a lone row.
+// an in-process engine).
 func (s Sending) insertJobsEach(ctx context.Context, q Querier, jobs []sending.EnqueueJob, headers []string) error {
 	for i, j := range jobs {
 		snd := j.Send
@@ -179,22 +203,9 @@ func (s Sending) insertJobsEach(ctx context.Context, q Querier, jobs []sending.E
 	return nil
 }
 
-// insertJobsPG takes the batch's ids from the sequences in one round trip
-// each, then inserts the sends and the deliveries with one multi-row
-// statement each: a constant number of round trips per batch.
-func (s Sending) insertJobsPG(ctx context.Context, q Querier, jobs []sending.EnqueueJob, headers []string) error {
-	n := 0
-	for _, j := range jobs {
-		n += len(j.Deliveries)
-	}
-	sendIDs, err := nextIDs(ctx, q, "sends_id_seq", len(jobs))
-	if err != nil {
-		return err
-	}
-	deliveryIDs, err := nextIDs(ctx, q, "deliveries_id_seq", n)
-	if err != nil {
-		return err
-	}
+// insertJobsPG inserts the sends and the deliveries with the ids given,
+// one multi-row statement each.
+func insertJobsPG(ctx context.Context, q Querier, jobs []sending.EnqueueJob, headers []string, sendIDs, deliveryIDs []int64) error {
 	sends := make([][]any, len(jobs))
 	var deliveries [][]any
 	for i, j := range jobs {
@@ -220,20 +231,33 @@ func (s Sending) insertJobsPG(ctx context.Context, q Querier, jobs []sending.Enq
 	return nil
 }
 
-// nextIDs takes n values from a PostgreSQL sequence.
-func nextIDs(ctx context.Context, q Querier, seq string, n int) ([]int64, error) {
-	if n == 0 {
-		return nil, nil
-	}
-	rows, err := q.QueryContext(ctx, `SELECT nextval('`+seq+`') FROM generate_series(1, $1)`, n)
+// nextIDsPG takes sends ids and deliveries ids from their sequences in
+// one statement.
+func nextIDsPG(ctx context.Context, q Querier, sends, deliveries int) (sendIDs, deliveryIDs []int64, err error) {
+	rows, err := q.QueryContext(ctx, `SELECT 0, nextval('sends_id_seq') FROM generate_series(1, $1)
+		UNION ALL SELECT 1, nextval('deliveries_id_seq') FROM generate_series(1, $2)`, sends, deliveries)
 	if err != nil {
-		return nil, notFound(err, seq)
+		return nil, nil, notFound(err, "ids")
 	}
-	ids, err := scanIDs(rows)
-	if err == nil && len(ids) != n {
-		err = notFound(sql.ErrNoRows, seq)
+	defer rows.Close()
+	for rows.Next() {
+		var seq, id int64
+		if err := rows.Scan(&seq, &id); err != nil {
+			return nil, nil, notFound(err, "ids")
+		}
+		if seq == 0 {
+			sendIDs = append(sendIDs, id)
+		} else {
+			deliveryIDs = append(deliveryIDs, id)
+		}
 	}
-	return ids, err
+	if err := rows.Err(); err != nil {
+		return nil, nil, notFound(err, "ids")
+	}
+	if len(sendIDs) != sends || len(deliveryIDs) != deliveries {
+		return nil, nil, notFound(sql.ErrNoRows, "ids")
+	}
+	return sendIDs, deliveryIDs, nil
 }
 
 // insertValues runs prefix with one ($1, ...) group per row, in chunks
