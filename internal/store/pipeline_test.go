@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 )
@@ -15,16 +14,8 @@ import (
 // it never run.
 func TestPipelineIsOneTransaction(t *testing.T) {
 	t.Parallel()
-	url := os.Getenv("POSTLINE_TEST_DATABASE_URL") // testutil imports store: read it here
-	if url == "" {
-		t.Skip("POSTLINE_TEST_DATABASE_URL not set")
-	}
 	ctx := context.Background()
-	db, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openTestPostgres(t)
 	table := fmt.Sprintf("pipeline_test_%d", rand.Int64())
 	if _, err := db.w.ExecContext(ctx, `CREATE TABLE `+table+` (id int PRIMARY KEY, v text NOT NULL)`); err != nil {
 		t.Fatal(err)
@@ -39,7 +30,7 @@ func TestPipelineIsOneTransaction(t *testing.T) {
 		return got
 	}
 
-	err = db.InPipeline(ctx, func(q Querier) error {
+	err := db.InPipeline(ctx, func(q Querier) error {
 		for i, v := range []string{"a", "b"} {
 			if _, err := q.ExecContext(ctx, insert, i+1, v); err != nil {
 				return err
