@@ -33,7 +33,7 @@ func TestSendCcBccAndDisplayNames(t *testing.T) {
 		if to != `"Doe, Jane" <jane@rcpt.example.net>` || cc != `"Bob Smith" <bob@rcpt.example.net>, <carol@rcpt.example.net>` {
 			t.Errorf("%v: To %q, Cc %q", m.To, to, cc)
 		}
-		if strings.Contains(head, "secret@") || strings.Contains(head, "Bcc") {
+		if strings.Contains(head, "secret@") || hasField(head, "Bcc") {
 			t.Errorf("%v: the bcc recipient shows:\n%s", m.To, head)
 		}
 	}

@@ -156,7 +156,8 @@ func TestSubmissionEndToEnd(t *testing.T) {
 				t.Errorf("%v: the body is not the client's byte for byte:\n%s", m.To, m.Data)
 			}
 			head, _, _ := strings.Cut(string(m.Data), "\r\n\r\n")
-			if strings.Contains(head, "Bcc") || strings.Contains(head, "hidden@") || strings.Contains(head, "X-Postline") {
+			// Field names, not text: a DKIM signature's base64 may spell "Bcc".
+			if hasField(head, "Bcc") || strings.Contains(head, "hidden@") || strings.Contains(head, "X-Postline") {
 				t.Errorf("%v: the header shows what it must not:\n%s", m.To, head)
 			}
 			if !strings.Contains(head, "Message-ID: <inv-42@shop.example.com>") && !strings.Contains(head, "Message-Id: <inv-42@shop.example.com>") {
@@ -438,4 +439,14 @@ func TestSubmissionThroughNodemailer(t *testing.T) {
 	if entries := e.entries(t, "node@rcpt.example.net", event.Queued); len(entries) != 1 || entries[0].Tags != "nodemailer" {
 		t.Errorf("log: %+v", entries)
 	}
+}
+
+// hasField reports whether a message head has a field of that name.
+func hasField(head, name string) bool {
+	for _, line := range strings.Split(head, "\r\n") {
+		if k, _, ok := strings.Cut(line, ":"); ok && strings.EqualFold(strings.TrimSpace(k), name) && !strings.HasPrefix(line, " ") && !strings.HasPrefix(line, "\t") {
+			return true
+		}
+	}
+	return false
 }

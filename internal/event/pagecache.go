@@ -1,7 +1,6 @@
 package event
 
 import (
-	"slices"
 	"sync"
 	"time"
 )
@@ -32,6 +31,7 @@ type pageCache struct {
 
 type cachedPage struct {
 	page     Page
+	json     []byte // page.Entries as a JSON array, rendered once; nil until asked for
 	gen, all uint64
 	stamp    int // the domain's all-time total before the page was read
 	until    time.Time
@@ -53,32 +53,42 @@ func (c *pageCache) version(domainID int64) (gen, all uint64) {
 	return c.gens[domainID], c.all
 }
 
-// get returns a copy of f's page when it is still current.
-func (c *pageCache) get(f Filter, gen, all uint64, stamp int, now time.Time) (Page, bool) {
+// get returns f's page when it is still current. Its entries are the
+// cache's own: callers copy before changing them.
+func (c *pageCache) get(f Filter, gen, all uint64, stamp int, now time.Time) (cachedPage, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p, ok := c.pages[f]
 	if !ok || p.gen != gen || p.all != all || p.stamp != stamp || !now.Before(p.until) {
-		return Page{}, false
+		return cachedPage{}, false
 	}
-	page := p.page
-	page.Entries = slices.Clone(page.Entries) // callers may reorder their copy
-	return page, true
+	return p, true
 }
 
-func (c *pageCache) put(f Filter, page Page, gen, all uint64, stamp int, now time.Time) {
+// put stores page (which the cache then owns) with its rendering, if any.
+func (c *pageCache) put(f Filter, p cachedPage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.pages[f]; ok {
 		c.rows -= len(old.page.Entries)
 	}
-	if c.rows+len(page.Entries) > pageCacheRows {
+	if c.rows+len(p.page.Entries) > pageCacheRows {
 		clear(c.pages)
 		c.rows = 0
 	}
-	page.Entries = slices.Clone(page.Entries)
-	c.pages[f] = cachedPage{page: page, gen: gen, all: all, stamp: stamp, until: now.Add(pageCacheTTL)}
-	c.rows += len(page.Entries)
+	c.pages[f] = p
+	c.rows += len(p.page.Entries)
+}
+
+// rendered keeps b as the rendering of f's page while that page is
+// still the one stored (a newer read may have replaced it meanwhile).
+func (c *pageCache) rendered(f Filter, p cachedPage, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.pages[f]; ok && cur.gen == p.gen && cur.all == p.all && cur.stamp == p.stamp && cur.until.Equal(p.until) && cur.json == nil {
+		cur.json = b
+		c.pages[f] = cur
+	}
 }
 
 // wake advances the domains' generations: their cached pages are old.

@@ -3,6 +3,7 @@ package event_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -85,4 +86,43 @@ func TestListPageCache(t *testing.T) {
 	// Another filter is another page.
 	f.Offset = 10
 	list(6)
+}
+
+// ListJSON's rendering is the page's own, rendered once while the page is
+// served from memory, and again once the log changed.
+func TestListJSONFollowsThePage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, event.Config{})
+	b.seed(t, 20)
+	cs := &countingStore{Store: store.NewEvents(b.db)}
+	svc := event.NewService(cs, event.Config{Poll: time.Hour})
+	ctx := context.Background()
+	f := event.Filter{DomainID: b.domain, Limit: 5}
+	listJSON := func() (event.Page, []byte) {
+		t.Helper()
+		p, js, err := svc.ListJSON(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := event.AppendJSONArray(nil, p.Entries); string(js) != string(want) {
+			t.Fatalf("rendering is not the page's:\n%s\nwant\n%s", js, want)
+		}
+		return p, js
+	}
+	_, first := listJSON()
+	_, again := listJSON()
+	if &first[0] != &again[0] {
+		t.Error("a page from memory was rendered again")
+	}
+	if cs.lists.Load() != 1 {
+		t.Fatalf("row reads = %d, want 1", cs.lists.Load())
+	}
+	newer := event.Entry{DomainID: b.domain, MessageID: "late@alice.example", Type: event.Delivered,
+		Sender: "a@alice.example", Recipient: "r@example.net", CreatedAt: now.Add(time.Minute), Details: []byte(`{}`)}
+	if err := store.NewEvents(b.db).Insert(ctx, []event.Entry{newer}); err != nil {
+		t.Fatal(err)
+	}
+	if p, js := listJSON(); p.Total != 21 || !strings.Contains(string(js), `"late@alice.example"`) {
+		t.Fatalf("after an insert: total %d, rendering %s; want 21 and the new entry", p.Total, js)
+	}
 }

@@ -184,24 +184,44 @@ func (s *Service) Horizon(ctx context.Context, domainID int64) (int64, error) {
 // A page asked again while the domain's log did not change comes from
 // memory (pagecache.go).
 func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
+	p, err := s.list(ctx, f)
+	page := p.page
+	page.Entries = slices.Clone(page.Entries) // the cache's copy stays as it is
+	return page, err
+}
+
+// ListJSON is List for an answer written in JSON: it returns the page's
+// entries rendered as a JSON array (AppendJSONArray), which a page served
+// from memory renders once. The page's entries must not be changed.
+func (s *Service) ListJSON(ctx context.Context, f Filter) (Page, []byte, error) {
+	p, err := s.list(ctx, f)
+	if err != nil || p.json != nil {
+		return p.page, p.json, err
+	}
+	b := AppendJSONArray(make([]byte, 0, 64+len(p.page.Entries)*320), p.page.Entries)
+	s.pages.rendered(f, p, b)
+	return p.page, b, nil
+}
+
+func (s *Service) list(ctx context.Context, f Filter) (cachedPage, error) {
 	f.Order = NewestFirst
 	gen, all := s.pages.version(f.DomainID)
 	stamp, _, err := s.store.Count(ctx, Filter{DomainID: f.DomainID}, 0) // the all-time total: exact, from the totals
 	if err != nil {
-		return Page{}, err
+		return cachedPage{}, err
 	}
 	now := time.Now() // not cfg.Now: the cache's lifetime is real time even when tests hold the clock
-	if page, ok := s.pages.get(f, gen, all, stamp, now); ok {
-		return page, nil
+	if p, ok := s.pages.get(f, gen, all, stamp, now); ok {
+		return p, nil
 	}
 	entries, err := s.store.List(ctx, f)
 	if err != nil {
-		return Page{}, err
+		return cachedPage{}, err
 	}
 	n, exact := stamp, true
 	if f != (Filter{DomainID: f.DomainID, Limit: f.Limit, Offset: f.Offset, Order: f.Order}) {
 		if n, exact, err = s.store.Count(ctx, f, f.Offset+f.Limit+s.cfg.CountCap); err != nil {
-			return Page{}, err
+			return cachedPage{}, err
 		}
 	}
 	// A concurrent insert may land between the two statements; the total
@@ -209,7 +229,7 @@ func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 	if len(entries) > 0 {
 		n = max(n, f.Offset+len(entries))
 	}
-	page := Page{Entries: entries, Total: n, Exact: exact}
-	s.pages.put(f, page, gen, all, stamp, now)
-	return page, nil
+	p := cachedPage{page: Page{Entries: entries, Total: n, Exact: exact}, gen: gen, all: all, stamp: stamp, until: now.Add(pageCacheTTL)}
+	s.pages.put(f, p)
+	return p, nil
 }

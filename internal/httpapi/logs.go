@@ -7,7 +7,6 @@ import (
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/domain"
-	"github.com/postline/postline/internal/event"
 )
 
 // msgLogDomainNotFound is the log endpoints' 404 message, word for word
@@ -37,14 +36,14 @@ func (s *Server) handleLogList(w http.ResponseWriter, r *http.Request, p account
 	}
 	f := lq.filter
 	f.DomainID = d.ID
-	page, err := s.Events.List(r.Context(), f)
+	page, entries, err := s.Events.ListJSON(r.Context(), f)
 	if err != nil {
 		return err
 	}
 	lastPage := max(1, (page.Total+f.Limit-1)/f.Limit)
-	b := make([]byte, 0, 256+len(page.Entries)*320)
+	b := make([]byte, 0, 256+len(entries))
 	b = append(b, `{"data":`...)
-	b = event.AppendJSONArray(b, page.Entries)
+	b = append(b, entries...)
 	b = appendIntField(b, `,"count":`, len(page.Entries))
 	b = appendIntField(b, `,"offset":`, f.Offset)
 	b = appendIntField(b, `,"limit":`, f.Limit)
@@ -55,8 +54,10 @@ func (s *Server) handleLogList(w http.ResponseWriter, r *http.Request, p account
 	b = append(b, `,"total_exact":`...)
 	b = strconv.AppendBool(b, page.Exact)
 	b = append(b, "}}\n"...)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(b) //nolint:errcheck // the client went away
 	return nil
