@@ -2,6 +2,7 @@
 # Request-path throughput against the ceiling of a canned net/http handler on
 # the same machine, alternating, out of process (bench/httpload), loopback
 # only. Usage: bench/http.sh [seconds per run, default 10] [rounds, default 3]
+# ONLY=label (healthz, validate-cached, domain, log-page-100) runs one of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}; rounds=${2:-3}
@@ -24,6 +25,7 @@ curl -sf -X POST -H "$auth" -H 'Content-Type: application/json' -d '{"email":"ja
 
 run() { # label method path body: Postline, then the canned handler with Postline's answer
   local label=$1 method=$2 path=$3 body=${4:-}
+  [ -z "${ONLY:-}" ] || [ "$ONLY" = "$label" ] || return 0
   local answer; answer=$(curl -sf -X "$method" -H "$auth" -H 'Content-Type: application/json' ${body:+-d "$body"} "$api$path")
   "$work/httpload" canned -addr 127.0.0.1:9901 -body "$answer" & local canned=$!
   sleep 0.3
