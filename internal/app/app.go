@@ -164,6 +164,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		ServiceHosts:   []string{listenHost(cfg.Addr)},
 		DKIMKeyBits:    opts.DKIMKeyBits,
 		ClaimTTL:       cfg.DomainClaimTTL,
+		OwnedCacheTTL:  time.Second, // another process's change is seen within it
 	})
 	a.Suppressions = suppression.NewService(store.NewSuppressions(db), nil)
 	a.Events = event.NewService(store.NewEvents(db), event.Config{})
@@ -174,7 +175,11 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	a.Limiter = ratelimit.New(counter, nil)
+	if _, local := counter.(*ratelimit.Memory); local {
+		a.Limiter = ratelimit.New(counter, nil)
+	} else {
+		a.Limiter = ratelimit.NewLeasing(counter, nil) // shared: runs of numbers, not a round trip a request
+	}
 	a.openValidationJobs()
 	a.openWebhooks(box)
 	a.Templates = templates.NewService(store.NewTemplates(db), nil)

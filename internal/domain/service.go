@@ -28,7 +28,10 @@ type Config struct {
 	DKIMKeyBits  int // default 2048
 	// ClaimTTL is how long an unverified claim lasts (default 72 h).
 	ClaimTTL time.Duration
-	Now      func() time.Time
+	// OwnedCacheTTL is how long an account's domain, once read, is served
+	// from memory (cache.go); 0 reads it every time.
+	OwnedCacheTTL time.Duration
+	Now           func() time.Time
 }
 
 // Service is the domain capability.
@@ -52,6 +55,9 @@ func NewService(store Store, resolver Resolver, cfg Config) *Service {
 	}
 	if cfg.SPFRecord == "" {
 		cfg.SPFRecord = "v=spf1 a mx ~all"
+	}
+	if cfg.OwnedCacheTTL > 0 {
+		store = cachingStore{Store: store, c: newOwnedCache(cfg.OwnedCacheTTL)}
 	}
 	return &Service{store: store, resolver: resolver, cfg: cfg}
 }

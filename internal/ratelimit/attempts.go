@@ -71,12 +71,12 @@ func (a *Attempts) Failed(ctx context.Context, login, addr string) error {
 	_, _, window := a.limits()
 	start := a.Limiter.now().Truncate(window)
 	lk, ak := a.keys(login, addr)
-	if _, err := a.Limiter.counter.Incr(ctx, ak, start, window); err != nil {
+	if _, err := a.Limiter.counter.Incr(ctx, ak, start, 1, window); err != nil {
 		return err
 	}
 	if login == "" {
 		return nil
 	}
-	_, err := a.Limiter.counter.Incr(ctx, lk, start, window)
+	_, err := a.Limiter.counter.Incr(ctx, lk, start, 1, window)
 	return err
 }

@@ -28,11 +28,11 @@ func (r Result) RetryAfter(now time.Time) int {
 	return max(s, 1)
 }
 
-// Counter atomically increments the counter of key in the window starting
-// at windowStart and returns the new count. expire is how long the counter
-// must be kept; backends may drop it after that.
+// Counter atomically adds by (at least 1) to the counter of key in the
+// window starting at windowStart and returns the new count. expire is how
+// long the counter must be kept; backends may drop it after that.
 type Counter interface {
-	Incr(ctx context.Context, key string, windowStart time.Time, expire time.Duration) (int64, error)
+	Incr(ctx context.Context, key string, windowStart time.Time, by int64, expire time.Duration) (int64, error)
 	// Get returns the count of key in the window starting at windowStart
 	// without changing it (0 when there is none).
 	Get(ctx context.Context, key string, windowStart time.Time) (int64, error)
@@ -42,6 +42,7 @@ type Counter interface {
 type Limiter struct {
 	counter Counter
 	now     func() time.Time
+	leases  *leases // nil: every request is counted by the Counter itself
 }
 
 // New returns a Limiter; now may be nil for time.Now.
@@ -52,20 +53,36 @@ func New(c Counter, now func() time.Time) *Limiter {
 	return &Limiter{counter: c, now: now}
 }
 
+// NewLeasing returns a Limiter for a Counter shared by processes, which
+// takes count numbers from it in runs (lease.go).
+func NewLeasing(c Counter, now func() time.Time) *Limiter {
+	l := New(c, now)
+	l.leases = newLeases()
+	return l
+}
+
 // Allow counts one request for key against limit per window.
 func (l *Limiter) Allow(ctx context.Context, key string, limit int, window time.Duration) (Result, error) {
+	if l.leases != nil {
+		return l.allowLeased(ctx, key, limit, window)
+	}
 	now := l.now()
 	start := now.Truncate(window)
-	n, err := l.counter.Incr(ctx, key, start, window)
+	n, err := l.counter.Incr(ctx, key, start, 1, window)
 	if err != nil {
 		return Result{}, err
 	}
+	return result(n, limit, start.Add(window)), nil
+}
+
+// result is the answer for the request counted as number n.
+func result(n int64, limit int, reset time.Time) Result {
 	return Result{
 		Allowed:   n <= int64(limit),
 		Limit:     limit,
 		Remaining: int(max(int64(limit)-n, 0)),
-		Reset:     start.Add(window),
-	}, nil
+		Reset:     reset,
+	}
 }
 
 // Now is the limiter's clock, for computing Retry-After.
@@ -92,7 +109,7 @@ type memCount struct {
 func NewMemory() *Memory { return &Memory{counts: map[memKey]memCount{}} }
 
 // Incr implements Counter.
-func (m *Memory) Incr(_ context.Context, key string, windowStart time.Time, expire time.Duration) (int64, error) {
+func (m *Memory) Incr(_ context.Context, key string, windowStart time.Time, by int64, expire time.Duration) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
@@ -106,7 +123,7 @@ func (m *Memory) Incr(_ context.Context, key string, windowStart time.Time, expi
 	}
 	k := memKey{key, windowStart.UnixNano()}
 	c := m.counts[k]
-	c.n++
+	c.n += max(by, 1)
 	c.expires = windowStart.Add(expire)
 	m.counts[k] = c
 	return c.n, nil

@@ -29,12 +29,12 @@ func NewRedis(ctx context.Context, url, prefix string) (*Redis, error) {
 	return &Redis{client: c, prefix: prefix}, nil
 }
 
-// Incr implements Counter with INCR and a TTL set in the same round trip.
-func (r *Redis) Incr(ctx context.Context, key string, windowStart time.Time, expire time.Duration) (int64, error) {
+// Incr implements Counter with INCRBY and a TTL set in the same round trip.
+func (r *Redis) Incr(ctx context.Context, key string, windowStart time.Time, by int64, expire time.Duration) (int64, error) {
 	k := r.prefix + key + ":" + strconv.FormatInt(windowStart.Unix(), 10)
 	var incr *redis.IntCmd
 	_, err := r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		incr = p.Incr(ctx, k)
+		incr = p.IncrBy(ctx, k, max(by, 1))
 		p.ExpireNX(ctx, k, expire+time.Second)
 		return nil
 	})

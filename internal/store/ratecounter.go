@@ -26,15 +26,15 @@ func NewRateCounter(db *DB) *RateCounter { return &RateCounter{db: db} }
 // on the relaxed pool: a hot counter row stays locked until its commit,
 // and waiting for the WAL flush there serialised every request of an
 // account; a count lost in a crash only lets a few requests through.
-func (c *RateCounter) Incr(ctx context.Context, key string, windowStart time.Time, expire time.Duration) (int64, error) {
+func (c *RateCounter) Incr(ctx context.Context, key string, windowStart time.Time, by int64, expire time.Duration) (int64, error) {
 	var n int64
 	w := c.db.w
 	if c.db.relaxed != nil {
 		w = c.db.relaxed
 	}
-	err := w.QueryRowContext(ctx, `INSERT INTO rate_counters (key, window_start, count) VALUES ($1, $2, 1)
-		ON CONFLICT (key, window_start) DO UPDATE SET count = rate_counters.count + 1 RETURNING count`,
-		key, ms(windowStart)).Scan(&n)
+	err := w.QueryRowContext(ctx, `INSERT INTO rate_counters (key, window_start, count) VALUES ($1, $2, $3)
+		ON CONFLICT (key, window_start) DO UPDATE SET count = rate_counters.count + excluded.count RETURNING count`,
+		key, ms(windowStart), max(by, 1)).Scan(&n)
 	if err != nil {
 		return 0, notFound(err, "rate counter")
 	}

@@ -21,6 +21,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("Accounts", func(t *testing.T) { t.Parallel(); testAccounts(t, open(t)) })
 	t.Run("Domains", func(t *testing.T) { t.Parallel(); testDomains(t, open(t)) })
 	t.Run("DomainClaims", func(t *testing.T) { t.Parallel(); testDomainClaims(t, open(t)) })
+	t.Run("OwnedCache", func(t *testing.T) { t.Parallel(); testOwnedCache(t, open(t)) })
 	t.Run("Suppressions", func(t *testing.T) { t.Parallel(); testSuppressions(t, open(t)) })
 	t.Run("RateCounter", func(t *testing.T) { t.Parallel(); testRateCounter(t, open(t)) })
 	t.Run("Tracking", func(t *testing.T) { t.Parallel(); testTracking(t, open(t)) })
@@ -139,23 +140,29 @@ func testRateCounter(t *testing.T, db *store.DB) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := c.Incr(ctx, "k", w, time.Minute); err != nil {
+			if _, err := c.Incr(ctx, "k", w, 1, time.Minute); err != nil {
 				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
-	if n, err := c.Incr(ctx, "k", w, time.Minute); err != nil || n != 21 {
+	if n, err := c.Incr(ctx, "k", w, 1, time.Minute); err != nil || n != 21 {
 		t.Fatalf("after 20 concurrent increments Incr = %d, %v; want 21", n, err)
 	}
-	if n, _ := c.Incr(ctx, "k", w.Add(time.Minute), time.Minute); n != 1 {
+	if n, _ := c.Incr(ctx, "k", w.Add(time.Minute), 1, time.Minute); n != 1 {
 		t.Fatalf("next window starts at %d, want 1", n)
 	}
-	if n, _ := c.Incr(ctx, "other", w, time.Minute); n != 1 {
+	if n, _ := c.Incr(ctx, "other", w, 1, time.Minute); n != 1 {
 		t.Fatalf("another key starts at %d, want 1", n)
 	}
 	if n, err := c.Get(ctx, "k", w); err != nil || n != 21 {
 		t.Fatalf("Get = %d, %v; want 21 (and unchanged)", n, err)
+	}
+	if n, err := c.Incr(ctx, "k", w, 64, time.Minute); err != nil || n != 85 {
+		t.Fatalf("a run of 64 after 21: Incr = %d, %v; want 85", n, err)
+	}
+	if n, err := c.Incr(ctx, "fresh", w, 64, time.Minute); err != nil || n != 64 {
+		t.Fatalf("a run of 64 on a new counter: Incr = %d, %v; want 64", n, err)
 	}
 	if n, err := c.Get(ctx, "never", w); err != nil || n != 0 {
 		t.Fatalf("Get of an unknown key = %d, %v; want 0", n, err)

@@ -1,0 +1,100 @@
+package ratelimit
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingCounter counts the calls that reach the shared counter.
+type countingCounter struct {
+	Counter
+	calls atomic.Int64
+}
+
+func (c *countingCounter) Incr(ctx context.Context, key string, start time.Time, by int64, expire time.Duration) (int64, error) {
+	c.calls.Add(1)
+	return c.Counter.Incr(ctx, key, start, by, expire)
+}
+
+// One leasing process allows exactly the limit, counts Remaining down one
+// request at a time, and asks the shared counter far less than once a
+// request; once the window is used up it stops asking.
+func TestLeasingOneProcessIsExact(t *testing.T) {
+	t.Parallel()
+	for name, c := range counters(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cc := &countingCounter{Counter: c}
+			now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+			l := NewLeasing(cc, func() time.Time { return now })
+			ctx := context.Background()
+			const limit = 5000
+			for i := 1; i <= limit+500; i++ {
+				r, err := l.Allow(ctx, "acct:1", limit, time.Hour)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := i <= limit; r.Allowed != want || r.Remaining != max(limit-i, 0) {
+					t.Fatalf("request %d: allowed %v remaining %d; want %v and %d", i, r.Allowed, r.Remaining, want, max(limit-i, 0))
+				}
+				if i == limit {
+					if calls := cc.calls.Load(); calls > limit/10 {
+						t.Fatalf("%d requests asked the shared counter %d times", limit, calls)
+					}
+				}
+			}
+			calls := cc.calls.Load()
+			for range 100 {
+				if r, _ := l.Allow(ctx, "acct:1", limit, time.Hour); r.Allowed {
+					t.Fatal("allowed past the limit")
+				}
+			}
+			if cc.calls.Load() != calls {
+				t.Fatalf("refusals in a used-up window asked the counter %d more times", cc.calls.Load()-calls)
+			}
+			now = now.Add(time.Hour)
+			if r, _ := l.Allow(ctx, "acct:1", limit, time.Hour); !r.Allowed || r.Remaining != limit-1 {
+				t.Fatalf("next window: %+v, want a fresh budget", r)
+			}
+		})
+	}
+}
+
+// Several processes leasing from one counter, concurrently: never more
+// than the limit in all, and at most one run (64) short of it.
+func TestLeasingProcessesShareTheLimit(t *testing.T) {
+	t.Parallel()
+	for name, c := range counters(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			procs := []*Limiter{NewLeasing(c, nil), NewLeasing(c, nil), NewLeasing(c, nil)}
+			const limit, tries = 3000, 4000
+			var allowed atomic.Int64
+			var wg sync.WaitGroup
+			for w := range 12 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range tries / 12 {
+						r, err := procs[w%len(procs)].Allow(context.Background(), "shared-"+name, limit, time.Hour)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if r.Allowed {
+							allowed.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if n := allowed.Load(); n > limit || n < limit-leaseMax {
+				t.Fatalf("%d of %d requests allowed across 3 processes with a limit of %d; want %d at most and at least %d",
+					n, tries, limit, limit, limit-leaseMax)
+			}
+		})
+	}
+}
