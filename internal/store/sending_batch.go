@@ -154,7 +154,7 @@ func (s Sending) enqueuePG(ctx context.Context, jobs []sending.EnqueueJob, heade
 	for _, j := range jobs {
 		n += len(j.Deliveries)
 	}
-	sendIDs, deliveryIDs, err := nextIDsPG(ctx, s.db.w, len(jobs), n)
+	sendIDs, deliveryIDs, err := s.db.ids.take(ctx, s.db.w, len(jobs), n)
 	if err != nil {
 		return err
 	}

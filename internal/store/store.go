@@ -61,6 +61,8 @@ type DB struct {
 	// stmts are the writer's statements prepared once (SQLite; nil on
 	// PostgreSQL, whose driver caches statements per connection itself).
 	stmts *stmtCache
+	// ids are sends and deliveries ids taken ahead (PostgreSQL).
+	ids idReserve
 }
 
 // Open opens the database named by url ("sqlite:PATH" or "postgres://...").
