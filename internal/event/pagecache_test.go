@@ -23,16 +23,23 @@ func (c *countingStore) List(ctx context.Context, f event.Filter) ([]event.Entry
 	return c.Store.List(ctx, f)
 }
 
+// countedService seeds n entries and returns a service over a store that
+// counts its row reads (no polling: wake-ups come from the test).
+func countedService(t *testing.T, n int) (bundle, *countingStore, *event.Service) {
+	t.Helper()
+	b := setup(t, event.Config{})
+	b.seed(t, n)
+	cs := &countingStore{Store: store.NewEvents(b.db)}
+	return b, cs, event.NewService(cs, event.Config{Poll: time.Hour})
+}
+
 // A page asked again comes from memory only while the log cannot have
 // changed: a write that wakes nobody (another process's), a prune and a
 // wake-up each make the next List read the rows again, and a caller that
 // reorders its page does not reorder the next one.
 func TestListPageCache(t *testing.T) {
 	t.Parallel()
-	b := setup(t, event.Config{})
-	b.seed(t, 50)
-	cs := &countingStore{Store: store.NewEvents(b.db)}
-	svc := event.NewService(cs, event.Config{Poll: time.Hour})
+	b, cs, svc := countedService(t, 50)
 	ctx := context.Background()
 	f := event.Filter{DomainID: b.domain, Limit: 10}
 	list := func(wantReads int64) event.Page {
@@ -92,10 +99,7 @@ func TestListPageCache(t *testing.T) {
 // served from memory, and again once the log changed.
 func TestListJSONFollowsThePage(t *testing.T) {
 	t.Parallel()
-	b := setup(t, event.Config{})
-	b.seed(t, 20)
-	cs := &countingStore{Store: store.NewEvents(b.db)}
-	svc := event.NewService(cs, event.Config{Poll: time.Hour})
+	b, cs, svc := countedService(t, 20)
 	ctx := context.Background()
 	f := event.Filter{DomainID: b.domain, Limit: 5}
 	listJSON := func() (event.Page, []byte) {
