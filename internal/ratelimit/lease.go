@@ -22,8 +22,8 @@ import (
 //     refuses the rest of that window without asking (counts only grow).
 //
 // X-RateLimit-Remaining is the limit less the request's number: exact in
-// one process, with several an estimate that runs behind by the numbers
-// other processes hold.
+// one process, with several an estimate, off by at most the numbers other
+// processes hold.
 const (
 	leaseMax      = 64
 	leaseFraction = 32
