@@ -62,6 +62,21 @@ func NewService(store Store, resolver Resolver, cfg Config) *Service {
 	return &Service{store: store, resolver: resolver, cfg: cfg}
 }
 
+// current is d as stored now. A change starts from it, not from the copy
+// the caller holds: with the owned cache on, that copy may be up to its
+// lifetime old, and writing it back whole would undo what another process
+// changed meanwhile (a verification, a claim ended by another account).
+func (s *Service) current(ctx context.Context, d Domain) (Domain, error) {
+	if _, cached := s.store.(cachingStore); !cached {
+		return d, nil
+	}
+	cur, err := s.store.DomainByID(ctx, d.ID)
+	if apperr.CodeOf(err) == apperr.NotFound || (err == nil && cur.AccountID != d.AccountID) {
+		return d, apperr.Errorf(apperr.NotFound, NotOwnedMessage)
+	}
+	return cur, err
+}
+
 // AddParams describes a new domain.
 type AddParams struct {
 	AccountID int64
@@ -242,6 +257,10 @@ func (s *Service) Remove(ctx context.Context, d Domain) error { return s.store.D
 // SetTracking sets (host non-empty) or removes (host empty) the tracking
 // domain. Removing is idempotent.
 func (s *Service) SetTracking(ctx context.Context, d Domain, host string) (Domain, error) {
+	d, err := s.current(ctx, d)
+	if err != nil {
+		return d, err
+	}
 	h, err := s.subdomainOrEmpty("host", d, host)
 	if err != nil {
 		return d, err
@@ -256,6 +275,10 @@ func (s *Service) SetTracking(ctx context.Context, d Domain, host string) (Domai
 // SetAuth sets or removes the authentication (return-path and DKIM d=)
 // domain. Removing is idempotent.
 func (s *Service) SetAuth(ctx context.Context, d Domain, host string) (Domain, error) {
+	d, err := s.current(ctx, d)
+	if err != nil {
+		return d, err
+	}
 	h, err := s.subdomainOrEmpty("host", d, host)
 	if err != nil {
 		return d, err
@@ -304,6 +327,10 @@ func (s *Service) subdomainOrEmpty(field string, d Domain, host string) (string,
 
 // SetTrackingOptions replaces the tracking switches.
 func (s *Service) SetTrackingOptions(ctx context.Context, d Domain, t Tracking) (Domain, error) {
+	d, err := s.current(ctx, d)
+	if err != nil {
+		return d, err
+	}
 	if err := d.CheckClaim(); err != nil {
 		return d, err
 	}
@@ -313,6 +340,10 @@ func (s *Service) SetTrackingOptions(ctx context.Context, d Domain, t Tracking) 
 
 // SetDelivery replaces the delivery settings.
 func (s *Service) SetDelivery(ctx context.Context, d Domain, del Delivery, trusted bool) (Domain, error) {
+	d, err := s.current(ctx, d)
+	if err != nil {
+		return d, err
+	}
 	if err := d.CheckClaim(); err != nil {
 		return d, err
 	}

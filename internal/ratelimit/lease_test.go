@@ -98,3 +98,55 @@ func TestLeasingProcessesShareTheLimit(t *testing.T) {
 		})
 	}
 }
+
+// slowCounter answers after a delay, as a database across a network does.
+type slowCounter struct {
+	Counter
+	delay time.Duration
+}
+
+func (s slowCounter) Incr(ctx context.Context, key string, start time.Time, by int64, expire time.Duration) (int64, error) {
+	time.Sleep(s.delay)
+	return s.Counter.Incr(ctx, key, start, by, expire)
+}
+
+// Requests that arrive together while a process's run is spent wait for
+// the one run being taken instead of each taking their own: a burst on
+// one process cannot take the budget away from another.
+func TestLeasingBurstTakesOneRun(t *testing.T) {
+	t.Parallel()
+	shared := slowCounter{Counter: NewMemory(), delay: 5 * time.Millisecond}
+	at := time.Date(2026, 11, 26, 12, 30, 0, 0, time.UTC)
+	clock := func() time.Time { return at }
+	a, b := NewLeasing(shared, clock), NewLeasing(shared, clock)
+	ctx := context.Background()
+	const limit, burst = 3000, 20
+	var wg sync.WaitGroup
+	for range burst {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r, err := a.Allow(ctx, "k", limit, time.Hour); err != nil || !r.Allowed {
+				t.Errorf("burst request: %+v, %v", r, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n, _ := shared.Get(ctx, "k", at.Truncate(time.Hour)); n > burst+leaseMax {
+		t.Fatalf("a burst of %d on one process moved the shared count to %d (more than one run of %d)", burst, n, leaseMax)
+	}
+	allowedB := 0
+	for {
+		r, err := b.Allow(ctx, "k", limit, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Allowed {
+			break
+		}
+		allowedB++
+	}
+	if allowedB < limit-burst-leaseMax {
+		t.Fatalf("the other process was allowed %d, want at least %d (%d less the burst and one run)", allowedB, limit-burst-leaseMax, limit)
+	}
+}

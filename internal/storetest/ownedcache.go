@@ -67,6 +67,27 @@ func testOwnedCache(t *testing.T, db *store.DB) {
 		t.Fatalf("after this service's change: opens %v, %v; want true at once", got.Tracking.Opens, err)
 	}
 
+	// Verified by another process while this one holds an unverified
+	// copy: a change made here from that copy keeps the verification.
+	stale, err := svc.Owned(ctx, a.ID, "cached.example")
+	if err != nil || stale.Verified() {
+		t.Fatalf("before verification: verified %v, %v", stale.Verified(), err)
+	}
+	fresh, err := other.Owned(ctx, a.ID, "cached.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := other.Verify(ctx, fresh, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.SetTrackingOptions(ctx, stale, domain.Tracking{Clicks: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := other.Owned(ctx, a.ID, "cached.example"); err != nil || !got.Verified() || !got.Tracking.Clicks {
+		t.Fatalf("after a change from a copy older than another process's verification: verified %v, clicks %v, %v; want both",
+			got.Verified(), got.Tracking.Clicks, err)
+	}
+
 	// Removed by another process: gone within the lifetime.
 	if err := other.Remove(ctx, d); err != nil {
 		t.Fatal(err)
