@@ -79,8 +79,10 @@ type App struct {
 	lists     *validation.FileLists
 	// bounceHistory is the validation's in-memory bounce history (bouncehistory.go).
 	bounceHistory *validation.History
-	Limiter       *ratelimit.Limiter
-	Registry      *prometheus.Registry
+	// keyIndex is the intake's in-memory index of list keys (bouncehistory.go).
+	keyIndex *suppression.KeyIndex
+	Limiter  *ratelimit.Limiter
+	Registry *prometheus.Registry
 	// ValidationJobs is the list-cleaning service (run by Serve).
 	ValidationJobs *validation.Jobs
 	// Submission is the SMTP submission service, once Serve started it
@@ -167,6 +169,8 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		OwnedCacheTTL:  time.Second, // another process's change is seen within it
 	})
 	a.Suppressions = suppression.NewService(store.NewSuppressions(db), nil)
+	a.keyIndex = suppression.NewKeyIndex(db.SuppressionWrites)
+	a.Suppressions.UseIndex(a.keyIndex) // not ready, so unused, until serve loads it
 	a.Events = event.NewService(store.NewEvents(db), event.Config{})
 	if err := a.openValidator(); err != nil {
 		return err
@@ -272,11 +276,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopWatch()
 	go a.watchValidationCache(wctx)
 	go a.sweepClaims(wctx)
-	last, err := a.reloadHistory(ctx)
-	if err != nil {
+	if err := a.startListFollowers(ctx, wctx); err != nil {
 		return err
 	}
-	go a.followBounceHistory(wctx, last)
 	if err := a.StartWorkers(ctx); err != nil {
 		return err
 	}

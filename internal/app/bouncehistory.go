@@ -8,13 +8,16 @@ import (
 	"github.com/postline/postline/internal/validation"
 )
 
-// The validation's bounce history lives in memory (validation.History), so
-// that a cached verdict costs no database read; serve follows the
-// suppression lists to keep it current:
-//   - new bounce suppressions every historyPoll, by id (with an overlap,
-//     since on PostgreSQL ids may commit out of order),
-//   - a full reload when any suppression was removed (a counter in meta),
-//     and every historyReload in any case.
+// Two things live in memory from the suppression lists, and serve follows
+// the lists to keep them current (followLists):
+//   - the validation's bounce history (validation.History), so that a
+//     cached verdict costs no database read;
+//   - the intake's key index (suppression.KeyIndex), so that a send to
+//     recipients with no entry costs no suppression read.
+//
+// Following: new entries every historyPoll, by id (with an overlap, since
+// on PostgreSQL ids may commit out of order); a full reload when any entry
+// was removed (a counter in meta), and every historyReload in any case.
 const (
 	historyPoll    = 2 * time.Second
 	historyReload  = 10 * time.Minute
@@ -59,8 +62,67 @@ func (a *App) readBounces(ctx context.Context, after int64, yield func(int64, st
 	}
 }
 
-// followBounceHistory keeps the history current until ctx ends.
-func (a *App) followBounceHistory(ctx context.Context, last int64) {
+// reloadKeyIndex replaces the intake's key index and returns the highest
+// id read.
+func (a *App) reloadKeyIndex(ctx context.Context) (int64, error) {
+	var last int64
+	mark := a.keyIndex.Mark()
+	err := a.keyIndex.Replace(mark, func(yield func(int64, string)) error {
+		var err error
+		last, err = a.readKeys(ctx, 0, yield)
+		return err
+	})
+	return last, err
+}
+
+// readKeys feeds every entry's key with id > after to yield and returns
+// the highest id seen (after when none).
+func (a *App) readKeys(ctx context.Context, after int64, yield func(int64, string)) (int64, error) {
+	s := store.NewSuppressions(a.DB)
+	for {
+		rows, err := s.SuppressionKeys(ctx, after, historyPage)
+		if err != nil {
+			return after, err
+		}
+		for _, r := range rows {
+			yield(r.DomainID, r.Recipient)
+			after = r.ID
+		}
+		if len(rows) < historyPage {
+			return after, nil
+		}
+	}
+}
+
+// addKeys follows the key index from after (with the overlap).
+func (a *App) addKeys(ctx context.Context, after int64) (int64, error) {
+	mark := a.keyIndex.Mark()
+	var rows []store.SuppressionKey
+	last, err := a.readKeys(ctx, after, func(domainID int64, key string) {
+		rows = append(rows, store.SuppressionKey{DomainID: domainID, Recipient: key})
+	})
+	if err != nil {
+		return after, err
+	}
+	a.keyIndex.Add(mark, func(yield func(int64, string)) {
+		for _, r := range rows {
+			yield(r.DomainID, r.Recipient)
+		}
+	})
+	return last, nil
+}
+
+// listFollower keeps one in-memory copy of the lists current: reload
+// replaces it whole, since adds what came after an id.
+type listFollower struct {
+	name   string
+	last   int64
+	reload func(context.Context) (int64, error)
+	since  func(context.Context, int64) (int64, error)
+}
+
+// followLists keeps the followers current until ctx ends.
+func (a *App) followLists(ctx context.Context, fs ...*listFollower) {
 	meta := store.NewMeta(a.DB)
 	removed, _ := meta.Counter(ctx, store.MetaSuppressionsRemoved)
 	reloaded := time.Now()
@@ -73,18 +135,46 @@ func (a *App) followBounceHistory(ctx context.Context, last int64) {
 		case <-t.C:
 		}
 		n, err := meta.Counter(ctx, store.MetaSuppressionsRemoved)
-		if err == nil && (n != removed || time.Since(reloaded) > historyReload) {
-			if l, err := a.reloadHistory(ctx); err == nil {
-				removed, last, reloaded = n, l, time.Now()
-				continue
+		reload := err == nil && (n != removed || time.Since(reloaded) > historyReload)
+		ok := true
+		for _, f := range fs {
+			if reload {
+				if l, err := f.reload(ctx); err == nil {
+					f.last = l
+					continue
+				}
+				ok = false
+			}
+			if l, err := f.since(ctx, max(f.last-historyOverlap, 0)); err == nil {
+				f.last = max(l, f.last)
+			} else if ctx.Err() == nil {
+				a.Logger.Warn(f.name+" not updated", "error", err)
 			}
 		}
-		if l, err := a.readBounces(ctx, max(last-historyOverlap, 0), a.bounceHistory.Add); err == nil {
-			last = max(l, last)
-		} else if ctx.Err() == nil {
-			a.Logger.Warn("bounce history not updated", "error", err)
+		if reload && ok {
+			removed, reloaded = n, time.Now()
 		}
 	}
+}
+
+// startListFollowers loads the bounce history and the key index and
+// follows the lists until ctx ends.
+func (a *App) startListFollowers(loadCtx, ctx context.Context) error {
+	lastBounce, err := a.reloadHistory(loadCtx)
+	if err != nil {
+		return err
+	}
+	lastKey, err := a.reloadKeyIndex(loadCtx)
+	if err != nil {
+		return err
+	}
+	go a.followLists(ctx,
+		&listFollower{name: "bounce history", last: lastBounce, reload: a.reloadHistory,
+			since: func(ctx context.Context, after int64) (int64, error) {
+				return a.readBounces(ctx, after, a.bounceHistory.Add)
+			}},
+		&listFollower{name: "suppression key index", last: lastKey, reload: a.reloadKeyIndex, since: a.addKeys})
+	return nil
 }
 
 var _ validation.BounceHistory = (*validation.History)(nil)

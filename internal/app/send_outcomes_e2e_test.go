@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -218,6 +219,57 @@ func TestSendRejectsUnstorableText(t *testing.T) {
 			if resp.StatusCode != 422 || errs[field] == nil {
 				t.Errorf("%s %q: %d %s, want 422 naming it", field, value, resp.StatusCode, resp.Body)
 			}
+		}
+	})
+}
+
+// A recipient suppressed by another process (the CLI, another serve) an
+// instant before a send is never sent to: the intake's in-memory key index
+// may not know it yet, but the worker checks the lists before the attempt
+// and logs it failed, suppressed. The index catches up within its poll.
+func TestSuppressionByAnotherProcessIsNeverSent(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		e := startSend(t, d, false, nil)
+		ctx := context.Background()
+		other, err := store.Open(ctx, e.App.Config.DatabaseURL) // another process's handle
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		if _, _, err := store.NewSuppressions(other).Add(ctx, suppression.Entry{DomainID: e.dom.ID, Type: suppression.Unsubscribe,
+			RecipientType: suppression.Email, Recipient: "late@rcpt.example.net", CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		resp := e.send(t, basicParts("late@rcpt.example.net", "ok@rcpt.example.net"), nil)
+		if resp.StatusCode != 202 {
+			t.Fatalf("send: %d %s", resp.StatusCode, resp.Body)
+		}
+		e.chain(t, "late@rcpt.example.net", event.Failed, event.Delivered)
+		pg, err := e.App.Events.List(ctx, event.Filter{DomainID: e.dom.ID, Recipient: "late@rcpt.example.net", Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := pg.Entries[0]; last.Type != event.Failed || !strings.Contains(string(last.Details), `"reason":"suppressed"`) {
+			t.Fatalf("suppressed by another process: last entry %s %s, want failed, reason suppressed", last.Type, last.Details)
+		}
+		e.chain(t, "ok@rcpt.example.net", event.Delivered)
+		for _, m := range e.sink.Messages() {
+			if slices.Contains(m.To, "late@rcpt.example.net") {
+				t.Fatal("the sink received mail for a suppressed recipient")
+			}
+		}
+		// Once the index has followed the lists, the intake itself refuses it.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			resp := e.send(t, basicParts("late@rcpt.example.net"), nil)
+			if resp.JSON["data"].(map[string]any)["suppressed"] == 1.0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the intake still queues a recipient another process suppressed 10 s ago: %s", resp.Body)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	})
 }

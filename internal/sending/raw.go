@@ -75,7 +75,7 @@ func (s *Service) AcceptRaw(ctx context.Context, d domain.Domain, accountID int6
 			to = append(to, n)
 		}
 	}
-	verdicts, err := s.supp.CheckMany(ctx, d.ID, to)
+	verdicts, err := s.supp.Screen(ctx, d.ID, to)
 	if err != nil {
 		return Accepted{}, err
 	}

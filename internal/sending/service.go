@@ -106,7 +106,7 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 	if err := d.CheckReadable(); err != nil {
 		return Accepted{}, err
 	}
-	verdicts, err := s.supp.CheckMany(ctx, d.ID, c.to)
+	verdicts, err := s.supp.Screen(ctx, d.ID, c.to)
 	if err != nil {
 		return Accepted{}, err
 	}

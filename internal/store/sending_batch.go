@@ -308,6 +308,12 @@ const insertBounce = `INSERT INTO suppressions (domain_id, type, recipient_type,
 // that ever deadlocks, PostgreSQL aborts one and its worker writes the
 // outcomes one by one (sending.Worker.complete).
 func (s Sending) CompleteMany(ctx context.Context, owner string, cs []sending.Completion) ([]bool, error) {
+	for _, c := range cs {
+		if c.Bounce != nil {
+			defer s.db.supWrites.begin()()
+			break
+		}
+	}
 	order := make([]int, len(cs))
 	for i := range order {
 		order[i] = i

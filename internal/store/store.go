@@ -63,6 +63,8 @@ type DB struct {
 	stmts *stmtCache
 	// ids are sends and deliveries ids taken ahead (PostgreSQL).
 	ids idReserve
+	// supWrites counts this process's suppression writes.
+	supWrites suppressionWrites
 }
 
 // Open opens the database named by url ("sqlite:PATH" or "postgres://...").

@@ -38,6 +38,9 @@ var markColumns = map[tracking.Column]bool{tracking.OpenedAt: true, tracking.Cli
 
 // Record implements tracking.Store.
 func (s Tracking) Record(ctx context.Context, m tracking.Mark) (bool, error) {
+	if m.Suppression != nil {
+		defer s.db.supWrites.begin()()
+	}
 	first := false
 	err := s.db.InTx(ctx, func(q Querier) error {
 		var err error
@@ -49,6 +52,12 @@ func (s Tracking) Record(ctx context.Context, m tracking.Mark) (bool, error) {
 
 // RecordAll implements tracking.Store.
 func (s Tracking) RecordAll(ctx context.Context, marks []tracking.Mark) error {
+	for _, m := range marks {
+		if m.Suppression != nil {
+			defer s.db.supWrites.begin()()
+			break
+		}
+	}
 	return s.db.InTx(ctx, func(q Querier) error {
 		for _, m := range marks {
 			if _, err := s.recordIn(ctx, q, m); err != nil {

@@ -49,9 +49,30 @@ func domainOf(addr string) string { return addr[strings.LastIndexByte(addr, '@')
 // Recipients that cannot be normalised are reported as not suppressed: the
 // address check before sending rejects them anyway.
 func (s *Service) CheckMany(ctx context.Context, domainID int64, recipients []string) (map[string]Verdict, error) {
-	norm := make(map[string]string, len(recipients))
+	norm, keys := lookupKeys(recipients)
+	return s.checkKeys(ctx, domainID, recipients, norm, keys)
+}
+
+// Screen is the intake's check: CheckMany, answered from memory when the
+// key index is sure no recipient has an entry (keyindex.go). The delivery
+// worker's check before each attempt stays CheckMany.
+func (s *Service) Screen(ctx context.Context, domainID int64, recipients []string) (map[string]Verdict, error) {
+	norm, keys := lookupKeys(recipients)
+	if s.index != nil && s.index.clear(domainID, keys) {
+		out := make(map[string]Verdict, len(recipients))
+		for _, r := range recipients {
+			out[r] = Verdict{}
+		}
+		return out, nil
+	}
+	return s.checkKeys(ctx, domainID, recipients, norm, keys)
+}
+
+// lookupKeys normalises recipients and lists the keys an entry may have
+// for them: each address and its domain.
+func lookupKeys(recipients []string) (norm map[string]string, keys []string) {
+	norm = make(map[string]string, len(recipients))
 	seen := map[string]bool{}
-	var keys []string
 	for _, r := range recipients {
 		n, _, err := Normalize(r)
 		if err != nil {
@@ -65,6 +86,10 @@ func (s *Service) CheckMany(ctx context.Context, domainID int64, recipients []st
 			}
 		}
 	}
+	return norm, keys
+}
+
+func (s *Service) checkKeys(ctx context.Context, domainID int64, recipients []string, norm map[string]string, keys []string) (map[string]Verdict, error) {
 	entries, err := s.store.Matching(ctx, domainID, keys)
 	if err != nil {
 		return nil, err

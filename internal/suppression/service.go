@@ -17,6 +17,7 @@ import (
 type Service struct {
 	store Store
 	now   func() time.Time
+	index *KeyIndex // nil: Screen is CheckMany
 }
 
 // NewService returns a Service; now may be nil for time.Now.
@@ -26,6 +27,9 @@ func NewService(store Store, now func() time.Time) *Service {
 	}
 	return &Service{store: store, now: now}
 }
+
+// UseIndex makes Screen answer from x when x proves no recipient matches.
+func (s *Service) UseIndex(x *KeyIndex) { s.index = x }
 
 // MaxDescription bounds a whitelist entry's description.
 const MaxDescription = 500

@@ -1,0 +1,50 @@
+package store
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// suppressionWrites counts this process's writes to the suppression lists:
+// advanced when one starts and again when it has committed (or failed), so
+// that a reader of the count can tell whether a write may have happened
+// since it last looked (suppression.KeyIndex).
+type suppressionWrites struct{ n atomic.Uint64 }
+
+// begin marks a write starting; the returned func marks it done.
+func (w *suppressionWrites) begin() func() {
+	w.n.Add(1)
+	return func() { w.n.Add(1) }
+}
+
+// SuppressionWrites is the count of this process's suppression writes
+// begun and ended: unchanged means none happened in between.
+func (db *DB) SuppressionWrites() uint64 { return db.supWrites.n.Load() }
+
+// SuppressionKey is one entry's list key: what a check looks up.
+type SuppressionKey struct {
+	ID        int64
+	DomainID  int64
+	Recipient string
+}
+
+// SuppressionKeys returns up to limit entries' keys (every type, whitelist
+// included) with id > afterID, in id order: what the intake's in-memory
+// key index is built and followed from.
+func (s Suppressions) SuppressionKeys(ctx context.Context, afterID int64, limit int) ([]SuppressionKey, error) {
+	rows, err := s.db.rd.QueryContext(ctx, `SELECT id, domain_id, recipient FROM suppressions
+		WHERE id > $1 ORDER BY id LIMIT $2`, afterID, limit)
+	if err != nil {
+		return nil, notFound(err, "suppressions")
+	}
+	defer rows.Close()
+	var out []SuppressionKey
+	for rows.Next() {
+		var k SuppressionKey
+		if err := rows.Scan(&k.ID, &k.DomainID, &k.Recipient); err != nil {
+			return nil, notFound(err, "suppressions")
+		}
+		out = append(out, k)
+	}
+	return out, notFound(rows.Err(), "suppressions")
+}
