@@ -276,7 +276,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopWatch()
 	go a.watchValidationCache(wctx)
 	go a.sweepClaims(wctx)
-	if err := a.startListFollowers(ctx, wctx); err != nil {
+	if err := a.FollowLists(ctx, wctx); err != nil {
 		return err
 	}
 	if err := a.StartWorkers(ctx); err != nil {

@@ -157,9 +157,10 @@ func (a *App) followLists(ctx context.Context, fs ...*listFollower) {
 	}
 }
 
-// startListFollowers loads the bounce history and the key index and
-// follows the lists until ctx ends.
-func (a *App) startListFollowers(loadCtx, ctx context.Context) error {
+// FollowLists loads the bounce history and the key index and follows the
+// lists until ctx ends (serve does it; so do benchmarks that serve the API
+// without Serve).
+func (a *App) FollowLists(loadCtx, ctx context.Context) error {
 	lastBounce, err := a.reloadHistory(loadCtx)
 	if err != nil {
 		return err
