@@ -170,6 +170,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	})
 	a.Suppressions = suppression.NewService(store.NewSuppressions(db), nil)
 	a.keyIndex = suppression.NewKeyIndex(db.SuppressionWrites)
+	db.OnSuppressionWrite(a.keyIndex.Note)
 	a.Suppressions.UseIndex(a.keyIndex) // not ready, so unused, until serve loads it
 	a.Events = event.NewService(store.NewEvents(db), event.Config{})
 	if err := a.openValidator(); err != nil {

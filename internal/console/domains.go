@@ -108,6 +108,9 @@ func apperrMessage(err error) string {
 // service, which checks it as for the API.
 func (c *Console) domainSettings(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
+	if err == nil {
+		d, err = c.deps.Domains.Current(r.Context(), d) // the kept relay password is the stored one
+	}
 	if err != nil {
 		return err
 	}

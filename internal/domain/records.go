@@ -61,7 +61,7 @@ func (s *Service) Records(d Domain) []Record {
 // required ones are in place; otherwise it clears verification. With force,
 // the operator marks it verified without looking anything up.
 func (s *Service) Verify(ctx context.Context, d Domain, force bool) (Domain, []Record, error) {
-	d, err := s.current(ctx, d)
+	d, err := s.Current(ctx, d)
 	if err != nil {
 		return d, nil, err
 	}

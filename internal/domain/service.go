@@ -62,11 +62,13 @@ func NewService(store Store, resolver Resolver, cfg Config) *Service {
 	return &Service{store: store, resolver: resolver, cfg: cfg}
 }
 
-// current is d as stored now. A change starts from it, not from the copy
+// Current is d as stored now. A change starts from it, not from the copy
 // the caller holds: with the owned cache on, that copy may be up to its
 // lifetime old, and writing it back whole would undo what another process
 // changed meanwhile (a verification, a claim ended by another account).
-func (s *Service) current(ctx context.Context, d Domain) (Domain, error) {
+// Callers that merge a change into a domain (some switches set, the rest
+// kept) take Current first, so that what they keep is what is stored.
+func (s *Service) Current(ctx context.Context, d Domain) (Domain, error) {
 	if _, cached := s.store.(cachingStore); !cached {
 		return d, nil
 	}
@@ -257,7 +259,7 @@ func (s *Service) Remove(ctx context.Context, d Domain) error { return s.store.D
 // SetTracking sets (host non-empty) or removes (host empty) the tracking
 // domain. Removing is idempotent.
 func (s *Service) SetTracking(ctx context.Context, d Domain, host string) (Domain, error) {
-	d, err := s.current(ctx, d)
+	d, err := s.Current(ctx, d)
 	if err != nil {
 		return d, err
 	}
@@ -275,7 +277,7 @@ func (s *Service) SetTracking(ctx context.Context, d Domain, host string) (Domai
 // SetAuth sets or removes the authentication (return-path and DKIM d=)
 // domain. Removing is idempotent.
 func (s *Service) SetAuth(ctx context.Context, d Domain, host string) (Domain, error) {
-	d, err := s.current(ctx, d)
+	d, err := s.Current(ctx, d)
 	if err != nil {
 		return d, err
 	}
@@ -327,7 +329,7 @@ func (s *Service) subdomainOrEmpty(field string, d Domain, host string) (string,
 
 // SetTrackingOptions replaces the tracking switches.
 func (s *Service) SetTrackingOptions(ctx context.Context, d Domain, t Tracking) (Domain, error) {
-	d, err := s.current(ctx, d)
+	d, err := s.Current(ctx, d)
 	if err != nil {
 		return d, err
 	}
@@ -340,7 +342,7 @@ func (s *Service) SetTrackingOptions(ctx context.Context, d Domain, t Tracking) 
 
 // SetDelivery replaces the delivery settings.
 func (s *Service) SetDelivery(ctx context.Context, d Domain, del Delivery, trusted bool) (Domain, error) {
-	d, err := s.current(ctx, d)
+	d, err := s.Current(ctx, d)
 	if err != nil {
 		return d, err
 	}

@@ -241,6 +241,9 @@ func (s *Server) handleSetTrackingOptions(w http.ResponseWriter, r *http.Request
 		return err
 	}
 	d, err := s.Domains.Owned(r.Context(), p.AccountID, r.PathValue("domain"))
+	if err == nil {
+		d, err = s.Domains.Current(r.Context(), d) // the switches not given are kept as stored
+	}
 	if err != nil {
 		return err
 	}

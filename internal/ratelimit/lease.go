@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -40,10 +41,16 @@ type leases struct {
 
 // lease is one key's numbers in one window.
 type lease struct {
-	next, last int64         // the run: numbers next..last are still this process's
-	seen       int64         // the highest count the counter returned
-	fetching   chan struct{} // closed when the run being taken has arrived
+	next, last int64  // the run: numbers next..last are still this process's
+	seen       int64  // the highest count the counter returned
+	fetching   *fetch // the run being taken, nil when none is
 	expires    time.Time
+}
+
+// fetch is a run being taken; done closes when it has arrived or failed.
+type fetch struct {
+	done chan struct{}
+	err  error // set before done closes
 }
 
 func newLeases() *leases { return &leases{m: map[memKey]*lease{}} }
@@ -86,34 +93,48 @@ func (l *Limiter) allowLeased(ctx context.Context, key string, limit int, window
 			ls.mu.Unlock()
 			return result(int64(limit)+1, limit, reset), nil
 		case le.fetching != nil: // a run is on its way: wait for it
-			wait := le.fetching
+			f := le.fetching
 			ls.mu.Unlock()
 			select {
-			case <-wait:
+			case <-f.done:
+				if f.err != nil { // the counter failed for all who waited, at once
+					return Result{}, f.err
+				}
 				continue
 			case <-ctx.Done():
 				return Result{}, ctx.Err()
 			}
 		}
 		size := min(max((int64(limit)-le.seen)/leaseFraction, 1), leaseMax)
-		done := make(chan struct{})
-		le.fetching = done
-		ls.mu.Unlock()
-
-		hi, err := l.counter.Incr(ctx, key, start, size, window)
-
-		ls.mu.Lock()
-		le.fetching = nil
-		close(done)
+		hi, err := l.takeRun(ctx, le, key, start, size, window)
 		if err != nil {
-			ls.mu.Unlock()
 			return Result{}, err
 		}
-		// hi-size+1 .. hi are ours: the first for this request, the rest the run.
-		le.seen = max(le.seen, hi)
-		first := hi - size + 1
-		le.next, le.last = first+1, hi
-		ls.mu.Unlock()
-		return result(first, limit, reset), nil
+		return result(hi-size+1, limit, reset), nil
 	}
+}
+
+// takeRun asks the counter for size numbers for le, with ls.mu held on
+// entry (released on return), and keeps all but the first as le's run.
+// Whatever happens, those waiting for it are woken.
+func (l *Limiter) takeRun(ctx context.Context, le *lease, key string, start time.Time, size int64, window time.Duration) (hi int64, err error) {
+	ls := l.leases
+	f := &fetch{done: make(chan struct{})}
+	le.fetching = f
+	ls.mu.Unlock()
+	defer func() {
+		ls.mu.Lock()
+		defer ls.mu.Unlock()
+		if r := recover(); r != nil {
+			err = fmt.Errorf("ratelimit: counter: %v", r)
+		}
+		f.err = err
+		le.fetching = nil
+		close(f.done)
+		if err == nil { // hi-size+1 .. hi are ours: the first for this request, the rest the run
+			le.seen = max(le.seen, hi)
+			le.next, le.last = hi-size+2, hi
+		}
+	}()
+	return l.counter.Incr(ctx, key, start, size, window)
 }

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -148,5 +149,45 @@ func TestLeasingBurstTakesOneRun(t *testing.T) {
 	}
 	if allowedB < limit-burst-leaseMax {
 		t.Fatalf("the other process was allowed %d, want at least %d (%d less the burst and one run)", allowedB, limit-burst-leaseMax, limit)
+	}
+}
+
+// failingCounter fails every Incr after holding it a while.
+type failingCounter struct {
+	Counter
+	hold  time.Duration
+	calls atomic.Int64
+}
+
+func (f *failingCounter) Incr(context.Context, string, time.Time, int64, time.Duration) (int64, error) {
+	f.calls.Add(1)
+	time.Sleep(f.hold)
+	return 0, errors.New("counter down")
+}
+
+// When the counter fails, everyone waiting for the run gets the error at
+// once (and is let through by the caller) instead of each asking the
+// failing counter in turn.
+func TestLeasingCounterFailureReachesWaiters(t *testing.T) {
+	t.Parallel()
+	fc := &failingCounter{Counter: NewMemory(), hold: 300 * time.Millisecond}
+	l := NewLeasing(fc, nil)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := l.Allow(context.Background(), "k", 1000, time.Hour); err != nil {
+				failed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() != 10 {
+		t.Fatalf("%d of 10 requests saw the counter's failure", failed.Load())
+	}
+	if n := fc.calls.Load(); n >= 10 {
+		t.Fatalf("the failing counter was asked %d times by 10 requests arriving together", n)
 	}
 }

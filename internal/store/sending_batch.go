@@ -308,11 +308,14 @@ const insertBounce = `INSERT INTO suppressions (domain_id, type, recipient_type,
 // that ever deadlocks, PostgreSQL aborts one and its worker writes the
 // outcomes one by one (sending.Worker.complete).
 func (s Sending) CompleteMany(ctx context.Context, owner string, cs []sending.Completion) ([]bool, error) {
+	var bounced []SuppressionKey
 	for _, c := range cs {
-		if c.Bounce != nil {
-			defer s.db.supWrites.begin()()
-			break
+		if b := c.Bounce; b != nil {
+			bounced = append(bounced, SuppressionKey{DomainID: b.DomainID, Recipient: b.Recipient})
 		}
+	}
+	if len(bounced) > 0 {
+		defer s.db.suppressionWrite(bounced...)()
 	}
 	order := make([]int, len(cs))
 	for i := range order {

@@ -8,18 +8,38 @@ import (
 // suppressionWrites counts this process's writes to the suppression lists:
 // advanced when one starts and again when it has committed (or failed), so
 // that a reader of the count can tell whether a write may have happened
-// since it last looked (suppression.KeyIndex).
-type suppressionWrites struct{ n atomic.Uint64 }
+// since it last looked (suppression.KeyIndex). noted, when set, hears of
+// each written key before the write is counted as ended: ids may commit
+// out of order on PostgreSQL, so following the lists by id alone could
+// miss this process's own write.
+type suppressionWrites struct {
+	n     atomic.Uint64
+	noted atomic.Pointer[func(domainID int64, recipient string)]
+}
 
-// begin marks a write starting; the returned func marks it done.
-func (w *suppressionWrites) begin() func() {
-	w.n.Add(1)
-	return func() { w.n.Add(1) }
+// suppressionWrite marks a write of keys starting; the returned func marks
+// it done (call it after the commit, or the failure).
+func (db *DB) suppressionWrite(keys ...SuppressionKey) func() {
+	db.supWrites.n.Add(1)
+	return func() {
+		if f := db.supWrites.noted.Load(); f != nil {
+			for _, k := range keys {
+				(*f)(k.DomainID, k.Recipient)
+			}
+		}
+		db.supWrites.n.Add(1)
+	}
 }
 
 // SuppressionWrites is the count of this process's suppression writes
 // begun and ended: unchanged means none happened in between.
 func (db *DB) SuppressionWrites() uint64 { return db.supWrites.n.Load() }
+
+// OnSuppressionWrite makes every key this process writes to the lists
+// reach f as its write ends.
+func (db *DB) OnSuppressionWrite(f func(domainID int64, recipient string)) {
+	db.supWrites.noted.Store(&f)
+}
 
 // SuppressionKey is one entry's list key: what a check looks up.
 type SuppressionKey struct {

@@ -38,8 +38,8 @@ var markColumns = map[tracking.Column]bool{tracking.OpenedAt: true, tracking.Cli
 
 // Record implements tracking.Store.
 func (s Tracking) Record(ctx context.Context, m tracking.Mark) (bool, error) {
-	if m.Suppression != nil {
-		defer s.db.supWrites.begin()()
+	if e := m.Suppression; e != nil {
+		defer s.db.suppressionWrite(SuppressionKey{DomainID: e.DomainID, Recipient: e.Recipient})()
 	}
 	first := false
 	err := s.db.InTx(ctx, func(q Querier) error {
@@ -52,11 +52,14 @@ func (s Tracking) Record(ctx context.Context, m tracking.Mark) (bool, error) {
 
 // RecordAll implements tracking.Store.
 func (s Tracking) RecordAll(ctx context.Context, marks []tracking.Mark) error {
+	var keys []SuppressionKey
 	for _, m := range marks {
-		if m.Suppression != nil {
-			defer s.db.supWrites.begin()()
-			break
+		if e := m.Suppression; e != nil {
+			keys = append(keys, SuppressionKey{DomainID: e.DomainID, Recipient: e.Recipient})
 		}
+	}
+	if len(keys) > 0 {
+		defer s.db.suppressionWrite(keys...)()
 	}
 	return s.db.InTx(ctx, func(q Querier) error {
 		for _, m := range marks {

@@ -14,11 +14,14 @@ import (
 // answered from memory.
 //
 // What may be missed:
-//   - an entry this process is writing or has written since the index's
-//     last sync: never (Screen goes to the database until the next sync
-//     that began after the write ended, told by the store's write count);
+//   - an entry this process writes: never. From the moment the write
+//     begins until a sync that began after it ended, Screen goes to the
+//     database (the store's write count tells); the written key is noted
+//     in the index as the write ends, so the sync need not read it back;
 //   - an entry another process wrote (the CLI, another serve) since the
-//     last sync: for up to the follow interval. The delivery worker checks
+//     last sync: for up to the follow interval (on PostgreSQL, where ids
+//     may commit out of order, one committed far behind the ids already
+//     read: until the next full reload). The delivery worker checks
 //     the lists again before every attempt, in the database, so such a
 //     recipient is still never sent to: it is logged failed, suppressed,
 //     at its attempt instead of at intake.
@@ -30,6 +33,9 @@ type KeyIndex struct {
 	keys   map[uint64]struct{}
 	synced uint64 // the write count taken before the last sync read the lists
 	ready  bool   // loaded, and not over keyIndexMax
+	// noted are the keys this process wrote while a Replace was reading:
+	// the new map gets them too. nil when no Replace is under way.
+	noted map[uint64]struct{}
 }
 
 // keyIndexMax bounds the keys held (about 20 MB); a larger list set is
@@ -61,14 +67,37 @@ func (x *KeyIndex) Add(mark uint64, each func(yield func(domainID int64, key str
 	}
 }
 
-// Replace swaps in every entry (a load or reload), read after mark was taken.
-func (x *KeyIndex) Replace(mark uint64, each func(yield func(domainID int64, key string)) error) error {
-	keys := map[uint64]struct{}{}
-	if err := each(func(domainID int64, key string) { keys[x.hash(domainID, key)] = struct{}{} }); err != nil {
-		return err
-	}
+// Note adds a key this process has just written (store.DB's
+// OnSuppressionWrite): its own writes never depend on reading the lists
+// back, whose ids may commit out of order on PostgreSQL.
+func (x *KeyIndex) Note(domainID int64, key string) {
+	h := x.hash(domainID, key)
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.keys[h] = struct{}{}
+	if x.noted != nil {
+		x.noted[h] = struct{}{}
+	}
+}
+
+// Replace swaps in every entry (a load or reload), read after mark was
+// taken, and the keys noted meanwhile.
+func (x *KeyIndex) Replace(mark uint64, each func(yield func(domainID int64, key string)) error) error {
+	x.mu.Lock()
+	x.noted = map[uint64]struct{}{}
+	x.mu.Unlock()
+	keys := map[uint64]struct{}{}
+	err := each(func(domainID int64, key string) { keys[x.hash(domainID, key)] = struct{}{} })
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	noted := x.noted
+	x.noted = nil
+	if err != nil {
+		return err
+	}
+	for h := range noted {
+		keys[h] = struct{}{}
+	}
 	x.keys, x.synced, x.ready = keys, mark, len(keys) <= keyIndexMax
 	return nil
 }
