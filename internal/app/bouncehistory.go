@@ -46,15 +46,20 @@ func (a *App) reloadHistory(ctx context.Context) (int64, error) {
 // readBounces feeds every bounce with id > after to yield and returns the
 // highest id seen (after when none).
 func (a *App) readBounces(ctx context.Context, after int64, yield func(int64, string)) (int64, error) {
-	s := store.NewSuppressions(a.DB)
+	return readAfter(ctx, after, store.NewSuppressions(a.DB).Bounces,
+		func(r store.BounceRow) int64 { yield(r.AccountID, r.Recipient); return r.ID })
+}
+
+// readAfter pages through the rows with id > after, handing each to each
+// (which returns its id), and returns the highest id seen.
+func readAfter[T any](ctx context.Context, after int64, page func(context.Context, int64, int) ([]T, error), each func(T) int64) (int64, error) {
 	for {
-		rows, err := s.Bounces(ctx, after, historyPage)
+		rows, err := page(ctx, after, historyPage)
 		if err != nil {
 			return after, err
 		}
 		for _, r := range rows {
-			yield(r.AccountID, r.Recipient)
-			after = r.ID
+			after = each(r)
 		}
 		if len(rows) < historyPage {
 			return after, nil
@@ -78,20 +83,8 @@ func (a *App) reloadKeyIndex(ctx context.Context) (int64, error) {
 // readKeys feeds every entry's key with id > after to yield and returns
 // the highest id seen (after when none).
 func (a *App) readKeys(ctx context.Context, after int64, yield func(int64, string)) (int64, error) {
-	s := store.NewSuppressions(a.DB)
-	for {
-		rows, err := s.SuppressionKeys(ctx, after, historyPage)
-		if err != nil {
-			return after, err
-		}
-		for _, r := range rows {
-			yield(r.DomainID, r.Recipient)
-			after = r.ID
-		}
-		if len(rows) < historyPage {
-			return after, nil
-		}
-	}
+	return readAfter(ctx, after, store.NewSuppressions(a.DB).SuppressionKeys,
+		func(r store.SuppressionKey) int64 { yield(r.DomainID, r.Recipient); return r.ID })
 }
 
 // addKeys follows the key index from after (with the overlap).
