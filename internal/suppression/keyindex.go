@@ -2,6 +2,7 @@ package suppression
 
 import (
 	"hash/maphash"
+	"slices"
 	"sync"
 )
 
@@ -29,23 +30,31 @@ type KeyIndex struct {
 	seed   maphash.Seed
 	writes func() uint64 // this process's suppression writes, begun and ended
 
-	mu     sync.RWMutex
-	keys   map[uint64]struct{}
+	mu sync.RWMutex
+	// The keys: base sorted (8 bytes a key; a map would take ~38), recent
+	// the ones added since it was built, merged into it when many.
+	base   []uint64
+	recent map[uint64]struct{}
 	synced uint64 // the write count taken before the last sync read the lists
 	ready  bool   // loaded, and not over keyIndexMax
 	// noted are the keys this process wrote while a Replace was reading:
-	// the new map gets them too. nil when no Replace is under way.
+	// the new set gets them too. nil when no Replace is under way.
 	noted map[uint64]struct{}
 }
 
-// keyIndexMax bounds the keys held (about 20 MB); a larger list set is
-// answered from the database.
-const keyIndexMax = 2_000_000
+const (
+	// keyIndexMax bounds the keys held (16 MB); a larger list set is
+	// answered from the database.
+	keyIndexMax = 2_000_000
+	// recentMax is how many keys are added before they are merged into
+	// the sorted base.
+	recentMax = 1 << 14
+)
 
 // NewKeyIndex returns an empty index (not ready: Screen asks the database
 // until it is loaded). writes reports the store's suppression write count.
 func NewKeyIndex(writes func() uint64) *KeyIndex {
-	return &KeyIndex{seed: maphash.MakeSeed(), writes: writes, keys: map[uint64]struct{}{}}
+	return &KeyIndex{seed: maphash.MakeSeed(), writes: writes, recent: map[uint64]struct{}{}}
 }
 
 func (x *KeyIndex) hash(domainID int64, key string) uint64 {
@@ -56,15 +65,47 @@ func (x *KeyIndex) hash(domainID int64, key string) uint64 {
 // pass to Add or Replace.
 func (x *KeyIndex) Mark() uint64 { return x.writes() }
 
+// add adds h; the caller holds mu.
+func (x *KeyIndex) add(h uint64) {
+	if _, found := slices.BinarySearch(x.base, h); found {
+		return
+	}
+	x.recent[h] = struct{}{}
+	if len(x.recent) >= recentMax {
+		x.base = mergeSorted(x.base, x.recent)
+		x.recent = map[uint64]struct{}{}
+	}
+	if len(x.base)+len(x.recent) > keyIndexMax {
+		x.ready = false
+	}
+}
+
+// has reports whether h is held; the caller holds mu.
+func (x *KeyIndex) has(h uint64) bool {
+	if _, ok := x.recent[h]; ok {
+		return true
+	}
+	_, found := slices.BinarySearch(x.base, h)
+	return found
+}
+
+// mergeSorted returns base with more added, sorted, without duplicates.
+func mergeSorted(base []uint64, more map[uint64]struct{}) []uint64 {
+	out := make([]uint64, 0, len(base)+len(more))
+	out = append(out, base...)
+	for h := range more {
+		out = append(out, h)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // Add adds entries read after mark was taken.
 func (x *KeyIndex) Add(mark uint64, each func(yield func(domainID int64, key string))) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	each(func(domainID int64, key string) { x.keys[x.hash(domainID, key)] = struct{}{} })
+	each(func(domainID int64, key string) { x.add(x.hash(domainID, key)) })
 	x.synced = mark
-	if len(x.keys) > keyIndexMax {
-		x.ready = false
-	}
 }
 
 // Note adds a key this process has just written (store.DB's
@@ -74,7 +115,7 @@ func (x *KeyIndex) Note(domainID int64, key string) {
 	h := x.hash(domainID, key)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.keys[h] = struct{}{}
+	x.add(h)
 	if x.noted != nil {
 		x.noted[h] = struct{}{}
 	}
@@ -86,8 +127,10 @@ func (x *KeyIndex) Replace(mark uint64, each func(yield func(domainID int64, key
 	x.mu.Lock()
 	x.noted = map[uint64]struct{}{}
 	x.mu.Unlock()
-	keys := map[uint64]struct{}{}
-	err := each(func(domainID int64, key string) { keys[x.hash(domainID, key)] = struct{}{} })
+	var keys []uint64
+	err := each(func(domainID int64, key string) { keys = append(keys, x.hash(domainID, key)) })
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	noted := x.noted
@@ -95,10 +138,8 @@ func (x *KeyIndex) Replace(mark uint64, each func(yield func(domainID int64, key
 	if err != nil {
 		return err
 	}
-	for h := range noted {
-		keys[h] = struct{}{}
-	}
-	x.keys, x.synced, x.ready = keys, mark, len(keys) <= keyIndexMax
+	x.base, x.recent, x.synced = mergeSorted(keys, noted), map[uint64]struct{}{}, mark
+	x.ready = len(x.base) <= keyIndexMax
 	return nil
 }
 
@@ -110,7 +151,7 @@ func (x *KeyIndex) clear(domainID int64, keys []string) bool {
 		return false
 	}
 	for _, k := range keys {
-		if _, ok := x.keys[x.hash(domainID, k)]; ok {
+		if x.has(x.hash(domainID, k)) {
 			return false
 		}
 	}
