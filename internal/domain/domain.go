@@ -140,9 +140,11 @@ type Store interface {
 	// fields. Conflict when the domain is verified and its name, tracking
 	// or authentication host is another verified domain's.
 	UpdateDomain(ctx context.Context, d Domain) error
-	// VerifyDomain marks d verified (d.VerifiedAt set) and ends the other
-	// accounts' claims on its name with reason, in one transaction;
-	// Conflict when another verified domain holds the name or a host.
+	// VerifyDomain writes d's verification alone: with d.VerifiedAt set it
+	// marks d verified and ends the other accounts' claims on its name with
+	// reason, in one transaction (Conflict when another verified domain
+	// holds the name or a host, or d's own claim has ended); with it nil,
+	// d is unverified. Nothing else of d is written.
 	VerifyDomain(ctx context.Context, d Domain, reason string) error
 	// HostHolder returns the account of the verified domain whose name,
 	// tracking host or authentication host is host (0 when none).

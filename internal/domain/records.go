@@ -98,7 +98,7 @@ func (s *Service) Verify(ctx context.Context, d Domain, force bool) (Domain, []R
 	// it has a log and settings worth keeping, and, unverified, it reserves
 	// nothing either.
 	d.VerifiedAt = nil
-	return d, recs, s.store.UpdateDomain(ctx, d)
+	return d, recs, s.store.VerifyDomain(ctx, d, "")
 }
 
 func (s *Service) check(ctx context.Context, r Record) string {

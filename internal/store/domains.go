@@ -148,17 +148,28 @@ func (s Domains) update(ctx context.Context, q Querier, d domain.Domain) error {
 	return err
 }
 
-// VerifyDomain implements domain.Store. The unique indexes on verified
-// names and hosts decide a race between two accounts verifying at once.
+// VerifyDomain implements domain.Store. It writes the verification alone
+// (not the rest of d, which may be older than the row): a settings change
+// made meanwhile stays, and a claim ended meanwhile is not revived — its
+// verification is refused. The unique indexes on verified names and hosts
+// decide a race between two accounts verifying at once.
 func (s Domains) VerifyDomain(ctx context.Context, d domain.Domain, reason string) error {
-	if err := d.CheckReadable(); err != nil {
-		return err
+	if d.VerifiedAt == nil {
+		return exec1(ctx, s.db.w, "domain", `UPDATE domains SET verified_at = NULL WHERE id = $1`, d.ID)
 	}
 	return s.db.InTx(ctx, func(q Querier) error {
-		if err := s.update(ctx, q, d); err != nil {
-			return err
+		res, err := q.ExecContext(ctx, `UPDATE domains SET verified_at = $2, claim_expires_at = NULL
+			WHERE id = $1 AND claim_ended = ''`, d.ID, ms(*d.VerifiedAt))
+		if isUnique(err) {
+			return apperr.Errorf(apperr.Conflict, "a name of domain %s is verified by another account", d.Name)
 		}
-		_, err := q.ExecContext(ctx, `UPDATE domains SET claim_ended = $3
+		if err != nil {
+			return notFound(err, "domain")
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return apperr.Errorf(apperr.Conflict, "the claim on %s ended while it was being verified: another account verified it first", d.Name)
+		}
+		_, err = q.ExecContext(ctx, `UPDATE domains SET claim_ended = $3
 			WHERE name = $1 AND id <> $2 AND verified_at IS NULL AND claim_ended = ''`, d.Name, d.ID, reason)
 		return notFound(err, "domain claims")
 	})

@@ -104,3 +104,80 @@ func testOwnedCache(t *testing.T, db *store.DB) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// noRecords answers every DNS lookup with nothing (verification fails),
+// running during, when set, at the first lookup: what happens elsewhere
+// while a verification waits for DNS.
+type noRecords struct{ during *func() }
+
+func (r noRecords) LookupTXT(context.Context, string) ([]string, error) {
+	if f := *r.during; f != nil {
+		*r.during = nil
+		f()
+	}
+	return nil, nil
+}
+func (r noRecords) LookupCNAME(ctx context.Context, name string) (string, error) {
+	_, err := r.LookupTXT(ctx, name)
+	return "", err
+}
+
+// testVerifyWritesVerificationOnly: a verification that fails (or succeeds)
+// writes the verification alone, from whatever copy it started: a claim
+// another account ended meanwhile stays ended, and a setting changed
+// meanwhile stays changed.
+func testVerifyWritesVerificationOnly(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	box, _ := secret.NewBox(bytes.Repeat([]byte{7}, 32))
+	var during func()
+	svc := domain.NewService(store.NewDomains(db, box), noRecords{&during}, domain.Config{DKIMKeyBits: 1024})
+	accounts := store.NewAccounts(db)
+	alice, err := accounts.CreateAccount(ctx, "v-alice", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := accounts.CreateAccount(ctx, "v-bob", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(accountID int64) domain.Domain {
+		t.Helper()
+		d, err := svc.Add(ctx, domain.AddParams{AccountID: accountID, Name: "contested.example", Delivery: domain.Delivery{Mode: domain.ModeDirect}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	da, dbob := add(alice.ID), add(bob.ID)
+	// While Alice's verification waits for DNS (which then fails), Bob
+	// verifies: her claim ends.
+	during = func() {
+		if _, _, err := svc.Verify(ctx, dbob, true); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, _, err := svc.Verify(ctx, da, false); err != nil {
+		t.Fatalf("a failed verification: %v", err)
+	}
+	if got, err := svc.ByID(ctx, da.ID); err != nil || got.ClaimStatus() != domain.ClaimEnded {
+		t.Fatalf("after a failed verification from an older copy: claim %s, %v; want it still ended", got.ClaimStatus(), err)
+	}
+	// Had her DNS checks passed, the store refuses to verify an ended claim.
+	at := now
+	da.VerifiedAt = &at
+	if err := store.NewDomains(db, box).VerifyDomain(ctx, da, "x"); apperr.CodeOf(err) != apperr.Conflict {
+		t.Fatalf("verifying a claim that ended meanwhile: %v, want conflict", err)
+	}
+
+	// Bob changes a setting; his verification, from a copy before it, keeps it.
+	old, _ := svc.ByID(ctx, dbob.ID)
+	if _, err := svc.SetTrackingOptions(ctx, old, domain.Tracking{Clicks: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := svc.Verify(ctx, old, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := svc.ByID(ctx, dbob.ID); !got.Tracking.Clicks || !got.Verified() {
+		t.Fatalf("after verifying from a copy older than a settings change: clicks %v verified %v; want both", got.Tracking.Clicks, got.Verified())
+	}
+}

@@ -22,6 +22,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("Domains", func(t *testing.T) { t.Parallel(); testDomains(t, open(t)) })
 	t.Run("DomainClaims", func(t *testing.T) { t.Parallel(); testDomainClaims(t, open(t)) })
 	t.Run("OwnedCache", func(t *testing.T) { t.Parallel(); testOwnedCache(t, open(t)) })
+	t.Run("VerifyWritesVerificationOnly", func(t *testing.T) { t.Parallel(); testVerifyWritesVerificationOnly(t, open(t)) })
 	t.Run("Suppressions", func(t *testing.T) { t.Parallel(); testSuppressions(t, open(t)) })
 	t.Run("RateCounter", func(t *testing.T) { t.Parallel(); testRateCounter(t, open(t)) })
 	t.Run("Tracking", func(t *testing.T) { t.Parallel(); testTracking(t, open(t)) })
