@@ -154,6 +154,9 @@ func (s Domains) update(ctx context.Context, q Querier, d domain.Domain) error {
 // verification is refused. The unique indexes on verified names and hosts
 // decide a race between two accounts verifying at once.
 func (s Domains) VerifyDomain(ctx context.Context, d domain.Domain, reason string) error {
+	if err := d.CheckReadable(); err != nil { // changes to such a domain answer 503, as before
+		return err
+	}
 	if d.VerifiedAt == nil {
 		return exec1(ctx, s.db.w, "domain", `UPDATE domains SET verified_at = NULL WHERE id = $1`, d.ID)
 	}
