@@ -162,6 +162,12 @@ func testVerifyWritesVerificationOnly(t *testing.T, db *store.DB) {
 	if got, err := svc.ByID(ctx, da.ID); err != nil || got.ClaimStatus() != domain.ClaimEnded {
 		t.Fatalf("after a failed verification from an older copy: claim %s, %v; want it still ended", got.ClaimStatus(), err)
 	}
+	// A domain whose secrets did not open is not changed (503).
+	unreadable := dbob
+	unreadable.Unreadable = "the DKIM key cannot be decrypted"
+	if err := store.NewDomains(db, box).VerifyDomain(ctx, unreadable, "x"); apperr.CodeOf(err) != apperr.Unavailable {
+		t.Fatalf("verifying an unreadable domain: %v, want unavailable", err)
+	}
 	// Had her DNS checks passed, the store refuses to verify an ended claim.
 	at := now
 	da.VerifiedAt = &at
