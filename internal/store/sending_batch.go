@@ -308,15 +308,11 @@ const insertBounce = `INSERT INTO suppressions (domain_id, type, recipient_type,
 // that ever deadlocks, PostgreSQL aborts one and its worker writes the
 // outcomes one by one (sending.Worker.complete).
 func (s Sending) CompleteMany(ctx context.Context, owner string, cs []sending.Completion) ([]bool, error) {
-	var bounced []SuppressionKey
-	for _, c := range cs {
-		if b := c.Bounce; b != nil {
-			bounced = append(bounced, SuppressionKey{DomainID: b.DomainID, Recipient: b.Recipient})
-		}
+	bounces := make([]*suppression.Entry, len(cs))
+	for i, c := range cs {
+		bounces[i] = c.Bounce
 	}
-	if len(bounced) > 0 {
-		defer s.db.suppressionWrite(bounced...)()
-	}
+	defer s.db.suppressionWrite(bounces...)()
 	order := make([]int, len(cs))
 	for i := range order {
 		order[i] = i

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
+
+	"github.com/postline/postline/internal/suppression"
 )
 
 // suppressionWrites counts this process's writes to the suppression lists:
@@ -17,14 +20,19 @@ type suppressionWrites struct {
 	noted atomic.Pointer[func(domainID int64, recipient string)]
 }
 
-// suppressionWrite marks a write of keys starting; the returned func marks
-// it done (call it after the commit, or the failure).
-func (db *DB) suppressionWrite(keys ...SuppressionKey) func() {
+// suppressionWrite marks a write of entries (nil ones skipped) starting;
+// the returned func marks it done: call it after the commit, or the
+// failure. With no entries it does nothing.
+func (db *DB) suppressionWrite(entries ...*suppression.Entry) func() {
+	entries = slices.DeleteFunc(entries, func(e *suppression.Entry) bool { return e == nil })
+	if len(entries) == 0 {
+		return func() {}
+	}
 	db.supWrites.n.Add(1)
 	return func() {
 		if f := db.supWrites.noted.Load(); f != nil {
-			for _, k := range keys {
-				(*f)(k.DomainID, k.Recipient)
+			for _, e := range entries {
+				(*f)(e.DomainID, e.Recipient)
 			}
 		}
 		db.supWrites.n.Add(1)

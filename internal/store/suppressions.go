@@ -41,7 +41,7 @@ func nullStr(s sql.NullString) *string {
 // existing entry are one statement each; a lost race on the unique key is
 // answered with the winner's entry.
 func (s Suppressions) Add(ctx context.Context, e suppression.Entry) (suppression.Entry, bool, error) {
-	defer s.db.suppressionWrite(SuppressionKey{DomainID: e.DomainID, Recipient: e.Recipient})()
+	defer s.db.suppressionWrite(&e)()
 	created, err := scanSuppression(s.db.w.QueryRowContext(ctx, `INSERT INTO suppressions
 		(domain_id, type, recipient_type, recipient, tags, description, source, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)

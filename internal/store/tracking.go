@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/postline/postline/internal/suppression"
 	"github.com/postline/postline/internal/tracking"
 )
 
@@ -38,9 +39,7 @@ var markColumns = map[tracking.Column]bool{tracking.OpenedAt: true, tracking.Cli
 
 // Record implements tracking.Store.
 func (s Tracking) Record(ctx context.Context, m tracking.Mark) (bool, error) {
-	if e := m.Suppression; e != nil {
-		defer s.db.suppressionWrite(SuppressionKey{DomainID: e.DomainID, Recipient: e.Recipient})()
-	}
+	defer s.db.suppressionWrite(m.Suppression)()
 	first := false
 	err := s.db.InTx(ctx, func(q Querier) error {
 		var err error
@@ -52,15 +51,11 @@ func (s Tracking) Record(ctx context.Context, m tracking.Mark) (bool, error) {
 
 // RecordAll implements tracking.Store.
 func (s Tracking) RecordAll(ctx context.Context, marks []tracking.Mark) error {
-	var keys []SuppressionKey
-	for _, m := range marks {
-		if e := m.Suppression; e != nil {
-			keys = append(keys, SuppressionKey{DomainID: e.DomainID, Recipient: e.Recipient})
-		}
+	entries := make([]*suppression.Entry, len(marks))
+	for i, m := range marks {
+		entries[i] = m.Suppression
 	}
-	if len(keys) > 0 {
-		defer s.db.suppressionWrite(keys...)()
-	}
+	defer s.db.suppressionWrite(entries...)()
 	return s.db.InTx(ctx, func(q Querier) error {
 		for _, m := range marks {
 			if _, err := s.recordIn(ctx, q, m); err != nil {
