@@ -70,11 +70,23 @@ func readAfter[T any](ctx context.Context, after int64, page func(context.Contex
 // reloadKeyIndex replaces the intake's key index and returns the highest
 // id read.
 func (a *App) reloadKeyIndex(ctx context.Context) (int64, error) {
-	var last int64
+	return a.syncKeyIndex(ctx, 0, a.keyIndex.Replace)
+}
+
+// addKeys follows the key index from after (with the overlap).
+func (a *App) addKeys(ctx context.Context, after int64) (int64, error) {
+	return a.syncKeyIndex(ctx, after, a.keyIndex.Add)
+}
+
+// syncKeyIndex reads the keys with id > after into the index through apply
+// (Replace or Add), with the write mark taken before the read.
+func (a *App) syncKeyIndex(ctx context.Context, after int64,
+	apply func(mark uint64, each func(yield func(int64, string)) error) error) (int64, error) {
+	last := after
 	mark := a.keyIndex.Mark()
-	err := a.keyIndex.Replace(mark, func(yield func(int64, string)) error {
+	err := apply(mark, func(yield func(int64, string)) error {
 		var err error
-		last, err = a.readKeys(ctx, 0, yield)
+		last, err = a.readKeys(ctx, after, yield)
 		return err
 	})
 	return last, err
@@ -85,24 +97,6 @@ func (a *App) reloadKeyIndex(ctx context.Context) (int64, error) {
 func (a *App) readKeys(ctx context.Context, after int64, yield func(int64, string)) (int64, error) {
 	return readAfter(ctx, after, store.NewSuppressions(a.DB).SuppressionKeys,
 		func(r store.SuppressionKey) int64 { yield(r.DomainID, r.Recipient); return r.ID })
-}
-
-// addKeys follows the key index from after (with the overlap).
-func (a *App) addKeys(ctx context.Context, after int64) (int64, error) {
-	mark := a.keyIndex.Mark()
-	var rows []store.SuppressionKey
-	last, err := a.readKeys(ctx, after, func(domainID int64, key string) {
-		rows = append(rows, store.SuppressionKey{DomainID: domainID, Recipient: key})
-	})
-	if err != nil {
-		return after, err
-	}
-	a.keyIndex.Add(mark, func(yield func(int64, string)) {
-		for _, r := range rows {
-			yield(r.DomainID, r.Recipient)
-		}
-	})
-	return last, nil
 }
 
 // listFollower keeps one in-memory copy of the lists current: reload

@@ -100,12 +100,20 @@ func mergeSorted(base []uint64, more map[uint64]struct{}) []uint64 {
 	return slices.Compact(out)
 }
 
-// Add adds entries read after mark was taken.
-func (x *KeyIndex) Add(mark uint64, each func(yield func(domainID int64, key string))) {
+// Add adds the entries each yields, read after mark was taken (nothing
+// when each fails).
+func (x *KeyIndex) Add(mark uint64, each func(yield func(domainID int64, key string)) error) error {
+	var keys []uint64
+	if err := each(func(domainID int64, key string) { keys = append(keys, x.hash(domainID, key)) }); err != nil {
+		return err
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	each(func(domainID int64, key string) { x.add(x.hash(domainID, key)) })
+	for _, h := range keys {
+		x.add(h)
+	}
 	x.synced = mark
+	return nil
 }
 
 // Note adds a key this process has just written (store.DB's

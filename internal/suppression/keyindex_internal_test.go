@@ -20,11 +20,15 @@ func TestKeyIndexHoldsEveryKeyAcrossMerges(t *testing.T) {
 		t.Fatal(err)
 	}
 	const added = recentMax*2 + 123
-	x.Add(0, func(yield func(int64, string)) {
+	err = x.Add(0, func(yield func(int64, string)) error {
 		for i := range added {
 			yield(1, "added"+strconv.Itoa(i)+"@example.net")
 		}
+		return nil
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	x.Note(2, "noted@example.net")
 	for _, k := range []struct {
 		domain int64

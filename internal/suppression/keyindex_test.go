@@ -100,7 +100,9 @@ func TestScreenUsesTheKeyIndexOnlyWhenSure(t *testing.T) {
 	// its id may commit behind the ids a follow already read): the write
 	// was noted as it ended, so the key is still there.
 	add(dom.ID, suppression.Unsubscribe, "behind@example.net")
-	x.Add(x.Mark(), func(func(int64, string)) {})
+	if err := x.Add(x.Mark(), func(func(int64, string)) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
 	screen(0, "new@example.net")
 	if v := screen(1, "behind@example.net"); !v["behind@example.net"].Suppressed {
 		t.Fatal("an entry this process wrote, not read back by the sync, answered from memory as clean")
