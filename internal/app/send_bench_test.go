@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,6 +151,7 @@ func BenchmarkDeliveryVsRawSMTP(b *testing.B) {
 			resp.Body.Close()
 		}
 		b.ResetTimer()
+		cpu := processCPU()
 		if err := a.StartWorkers(context.Background()); err != nil {
 			b.Fatal(err)
 		}
@@ -159,6 +161,7 @@ func BenchmarkDeliveryVsRawSMTP(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		reportCPU(b, cpu)
 	})
 	b.Run("raw-go-smtp", func(b *testing.B) {
 		sink := smtptest.New(b, smtptest.Config{})
@@ -204,6 +207,7 @@ func BenchmarkDeliveryVsRawSMTP(b *testing.B) {
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		b.ResetTimer()
+		cpu := processCPU()
 		for w := 0; w < 8; w++ {
 			wg.Add(1)
 			go func() {
@@ -234,6 +238,7 @@ func BenchmarkDeliveryVsRawSMTP(b *testing.B) {
 		}
 		wg.Wait()
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		reportCPU(b, cpu)
 	})
 	b.Run("build-sign", func(b *testing.B) {
 		sink := smtptest.New(b, smtptest.Config{})
@@ -266,4 +271,22 @@ func BenchmarkDeliveryVsRawSMTP(b *testing.B) {
 		})
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 	})
+}
+
+// processCPU is the CPU time (user + system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per message since since, and how many
+// cores were busy on average: a run below the core count waited on
+// something other than the processor.
+func reportCPU(b *testing.B, since time.Duration) {
+	used := processCPU() - since
+	b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/msg")
+	b.ReportMetric(used.Seconds()/b.Elapsed().Seconds(), "cores")
 }
