@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -40,6 +41,7 @@ func benchApp(b *testing.B, d store.Dialect, sink *smtptest.Sink) (*app.App, *ht
 	}
 	cfg.DNSServer = dns.Addr()
 	cfg.RateDomainPerMinute = 1 << 30
+	cfg.DeliveryWorkers = benchWorkers()
 	a, err := app.Open(context.Background(), cfg, nil, app.Options{DKIMKeyBits: 2048})
 	if err != nil {
 		b.Fatal(err)
@@ -127,8 +129,10 @@ func resetStatementStats(b *testing.B, a *app.App, d store.Dialect) {
 }
 
 // BenchmarkDeliveryVsRawSMTP delivers b.N queued messages to a local sink
-// with the workers (8), and, in the same run, sends as many messages with
-// a bare go-smtp client loop on 8 connections: the ceiling of the sink.
+// with the workers (--delivery-workers' default, or
+// POSTLINE_BENCH_WORKERS), and, in the same run, sends as many messages
+// with a bare go-smtp client loop on as many connections: the ceiling of
+// the sink.
 // build-sign builds and DKIM-signs as many messages on all cores, with the
 // benchmark domain's key and nothing else: the ceiling that signing alone
 // puts on delivery, whatever the queue and the transport cost.
@@ -169,7 +173,7 @@ func BenchmarkDeliveryVsRawSMTP(b *testing.B) {
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		b.ResetTimer()
-		for w := 0; w < 8; w++ {
+		for w := 0; w < benchWorkers(); w++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -208,7 +212,7 @@ func BenchmarkDeliveryVsRawSMTP(b *testing.B) {
 		var wg sync.WaitGroup
 		b.ResetTimer()
 		cpu := processCPU()
-		for w := 0; w < 8; w++ {
+		for w := 0; w < benchWorkers(); w++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -289,4 +293,14 @@ func reportCPU(b *testing.B, since time.Duration) {
 	used := processCPU() - since
 	b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/msg")
 	b.ReportMetric(used.Seconds()/b.Elapsed().Seconds(), "cores")
+}
+
+// benchWorkers is the delivery concurrency of the delivery benchmarks:
+// the default of --delivery-workers unless POSTLINE_BENCH_WORKERS says
+// otherwise. The ceilings run with the same.
+func benchWorkers() int {
+	if n, err := strconv.Atoi(os.Getenv("POSTLINE_BENCH_WORKERS")); err == nil && n > 0 {
+		return n
+	}
+	return config.Default().DeliveryWorkers
 }

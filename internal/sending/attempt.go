@@ -144,6 +144,7 @@ func (w *Worker) finish(ctx context.Context, d Delivery, o Outcome, entries []ev
 		transport = "none"
 	}
 	w.cfg.Metrics.outcome(o.State, transport)
+	slotOf(ctx).record() // the next attempt may start while this outcome waits for its commit
 	held, err := w.complete(ctx, Completion{ID: d.ID, Outcome: o, Entries: entries, Bounce: bounce})
 	if err != nil {
 		w.cfg.Logger.Error("recording delivery outcome failed; the lease will expire and the attempt repeat",

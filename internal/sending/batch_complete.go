@@ -35,10 +35,11 @@ func (w *Worker) newCompleter() *batcher[*completion] {
 // complete records an outcome if the lease is still held, in one
 // transaction with the outcomes of the other attempts finishing at the
 // same time (group commit). It returns only once this outcome committed:
-// an attempt keeps its slot (and its lease renewal) until then, so no
-// more deliveries than Concurrency are ever sent and not yet recorded,
-// which bounds what a crash can make us send twice. A group that fails
-// is retried outcome by outcome, so one bad outcome cannot sink others.
+// the attempt keeps its outcome slot (slots.go) and its lease renewal
+// until then, so no more than twice Concurrency deliveries are ever sent
+// and not yet recorded, which bounds what a crash can make us send twice.
+// A group that fails is retried outcome by outcome, so one bad outcome
+// cannot sink others.
 func (w *Worker) complete(ctx context.Context, c Completion) (bool, error) {
 	p := &completion{c: c}
 	err := w.completes.do(ctx, p)

@@ -144,14 +144,13 @@ func (w *Worker) Stop() {
 }
 
 func (w *Worker) loop(ctx, attemptCtx context.Context) {
-	slots := make(chan struct{}, w.cfg.Concurrency)
-	finished := make(chan struct{}, w.cfg.Concurrency)
+	slots := newSlots(w.cfg.Concurrency)
 	var ahead []claimed // claimed beyond the free slots; started as slots free
 	defer func() { w.releaseAhead(ahead) }()
 	for {
-		free := cap(slots) - len(slots)
+		free := slots.free()
 		for free > 0 && len(ahead) > 0 {
-			w.startOrRelease(attemptCtx, ahead[0], slots, finished)
+			w.startOrRelease(attemptCtx, ahead[0], slots)
 			ahead, free = ahead[1:], free-1
 		}
 		want, got := 0, 0
@@ -163,7 +162,7 @@ func (w *Worker) loop(ctx, attemptCtx context.Context) {
 			}
 			for i, c := range ds {
 				if i < free {
-					w.start(attemptCtx, c, slots, finished)
+					w.start(attemptCtx, c, slots)
 				} else {
 					ahead = append(ahead, c)
 				}
@@ -177,7 +176,7 @@ func (w *Worker) loop(ctx, attemptCtx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-w.wakeCh:
-		case <-finished:
+		case <-slots.freed:
 		case <-time.After(w.cfg.Poll):
 		}
 	}
@@ -213,31 +212,25 @@ func (w *Worker) claim(ctx, attemptCtx context.Context, n int) ([]claimed, error
 }
 
 // start runs c's attempt in a slot.
-func (w *Worker) start(attemptCtx context.Context, c claimed, slots, finished chan struct{}) {
-	slots <- struct{}{}
+func (w *Worker) start(attemptCtx context.Context, c claimed, slots *slots) {
+	h := slots.take()
 	w.wg.Add(1)
 	go func() {
-		defer func() {
-			<-slots
-			select {
-			case finished <- struct{}{}:
-			default:
-			}
-			w.wg.Done()
-		}()
-		w.safeAttempt(attemptCtx, c.d, c.pre)
+		defer w.wg.Done()
+		defer h.release()
+		w.safeAttempt(withSlot(attemptCtx, h), c.d, c.pre)
 	}()
 }
 
 // startOrRelease starts a delivery claimed ahead, unless it waited so long
 // that its lease (renewed only once the attempt runs) may lapse before it
 // starts: then it goes back to the queue.
-func (w *Worker) startOrRelease(attemptCtx context.Context, c claimed, slots, finished chan struct{}) {
+func (w *Worker) startOrRelease(attemptCtx context.Context, c claimed, slots *slots) {
 	if w.cfg.Now().Sub(c.at) > w.cfg.Lease/2 {
 		w.releaseAhead([]claimed{c})
 		return
 	}
-	w.start(attemptCtx, c, slots, finished)
+	w.start(attemptCtx, c, slots)
 }
 
 // releaseAhead puts deliveries claimed ahead back in the queue, due now.

@@ -1,0 +1,84 @@
+package sending
+
+import "context"
+
+// slots bounds a worker's attempts: at most n building, signing and
+// sending at once, and at most n more whose outcome waits for its group
+// commit. An attempt hands its slot over once its outcome is known, so the
+// next attempt builds and signs while the commit's fsync runs; when the
+// slot was held until the commit, all of them often waited for the same
+// fsync and the processor idled. The outcome slots keep what a crash can
+// make us send twice (sent, outcome not yet committed) at 2n.
+type slots struct {
+	attempts  chan struct{}
+	recording chan struct{}
+	freed     chan struct{} // a token when an attempt slot frees (never blocks)
+}
+
+func newSlots(n int) *slots {
+	return &slots{attempts: make(chan struct{}, n), recording: make(chan struct{}, n), freed: make(chan struct{}, n)}
+}
+
+// free is how many attempts could start now.
+func (s *slots) free() int { return cap(s.attempts) - len(s.attempts) }
+
+// take holds an attempt slot for a new attempt; the caller checked free.
+func (s *slots) take() *slot {
+	s.attempts <- struct{}{}
+	return &slot{s: s, attempt: true}
+}
+
+// slot is one attempt's hold on slots. It is used by the attempt's own
+// goroutine only.
+type slot struct {
+	s         *slots
+	attempt   bool // holds an attempt slot
+	recording bool // holds an outcome slot
+}
+
+// record moves the hold from the attempt slot to an outcome slot, waiting
+// while n outcomes already wait for their commit. A second call does
+// nothing.
+func (h *slot) record() {
+	if h == nil || !h.attempt {
+		return
+	}
+	h.s.recording <- struct{}{}
+	h.recording = true
+	h.freeAttempt()
+}
+
+// release gives back whatever the attempt still holds.
+func (h *slot) release() {
+	if h.recording {
+		<-h.s.recording
+		h.recording = false
+	}
+	if h.attempt {
+		h.freeAttempt()
+	}
+}
+
+func (h *slot) freeAttempt() {
+	<-h.s.attempts
+	h.attempt = false
+	select {
+	case h.s.freed <- struct{}{}:
+	default:
+	}
+}
+
+type slotKey struct{}
+
+// withSlot gives an attempt's context its slot, which finish hands over
+// when the outcome is known (record), however deep in the attempt that is.
+func withSlot(ctx context.Context, h *slot) context.Context {
+	return context.WithValue(ctx, slotKey{}, h)
+}
+
+// slotOf is the attempt's slot, nil outside an attempt (tests calling
+// finish directly).
+func slotOf(ctx context.Context) *slot {
+	h, _ := ctx.Value(slotKey{}).(*slot)
+	return h
+}
