@@ -22,10 +22,19 @@ func newSlots(n int) *slots {
 // free is how many attempts could start now.
 func (s *slots) free() int { return cap(s.attempts) - len(s.attempts) }
 
-// take holds an attempt slot for a new attempt; the caller checked free.
-func (s *slots) take() *slot {
-	s.attempts <- struct{}{}
-	return &slot{s: s, attempt: true}
+// take holds an attempt slot for a new attempt, waiting for one to free;
+// false when ctx ends first.
+func (s *slots) take(ctx context.Context) (*slot, bool) {
+	select {
+	case s.attempts <- struct{}{}:
+	case <-ctx.Done():
+		return nil, false
+	}
+	if ctx.Err() != nil { // both were ready: stopping wins
+		<-s.attempts
+		return nil, false
+	}
+	return &slot{s: s, attempt: true}, true
 }
 
 // slot is one attempt's hold on slots. It is used by the attempt's own

@@ -13,7 +13,7 @@ import (
 func TestSlotsHandOverWhileRecording(t *testing.T) {
 	t.Parallel()
 	s := newSlots(1)
-	first := s.take()
+	first := mustTake(t, s)
 	if s.free() != 0 {
 		t.Fatalf("free = %d with the one slot taken", s.free())
 	}
@@ -28,7 +28,7 @@ func TestSlotsHandOverWhileRecording(t *testing.T) {
 	}
 	first.record() // finish after a panic in complete: nothing more to hand over
 
-	second := s.take() // does not wait: the first attempt only records now
+	second := mustTake(t, s) // does not wait: the first attempt only records now
 	recorded := make(chan struct{})
 	go func() { second.record(); close(recorded) }()
 	select {
@@ -50,10 +50,42 @@ func TestSlotsHandOverWhileRecording(t *testing.T) {
 		t.Fatalf("after both: free = %d, outcome slots held = %d; want 1 and 0", s.free(), len(s.recording))
 	}
 
-	third := s.take() // an attempt that ends without an outcome (rate-limited, stopping)
+	third := mustTake(t, s) // an attempt that ends without an outcome (rate-limited, stopping)
 	third.release()
 	if s.free() != 1 {
 		t.Fatalf("free = %d after an attempt without an outcome, want 1", s.free())
 	}
 	slotOf(context.Background()).record() // outside an attempt: nothing to hand over
+}
+
+func mustTake(t *testing.T, s *slots) *slot {
+	t.Helper()
+	h, ok := s.take(context.Background())
+	if !ok {
+		t.Fatal("take failed without a cancelled context")
+	}
+	return h
+}
+
+// The starter waits for a slot, and stops waiting when the worker stops.
+func TestSlotsTakeWaitsUntilStopped(t *testing.T) {
+	t.Parallel()
+	s := newSlots(1)
+	held := mustTake(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan bool)
+	go func() { _, ok := s.take(ctx); got <- ok }()
+	select {
+	case <-got:
+		t.Fatal("took a second slot of one")
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel()
+	if ok := <-got; ok {
+		t.Fatal("take succeeded after the worker stopped")
+	}
+	held.release()
+	if _, ok := s.take(ctx); ok || s.free() != 1 {
+		t.Fatalf("with a free slot and a stopped worker: took = %v, free = %d; want no attempt started", ok, s.free())
+	}
 }

@@ -143,29 +143,41 @@ func (w *Worker) Stop() {
 	w.attempts()
 }
 
+// loop claims due deliveries while a second goroutine (startLoop) starts
+// them as slots free. Claiming runs beside the starting, not in turn with
+// it: a slot that frees while a claim waits for the database starts a
+// delivery claimed earlier instead of idling for the claim.
 func (w *Worker) loop(ctx, attemptCtx context.Context) {
 	slots := newSlots(w.cfg.Concurrency)
-	var ahead []claimed // claimed beyond the free slots; started as slots free
-	defer func() { w.releaseAhead(ahead) }()
-	for {
-		free := slots.free()
-		for free > 0 && len(ahead) > 0 {
-			w.startOrRelease(attemptCtx, ahead[0], slots)
-			ahead, free = ahead[1:], free-1
+	q := &readyQueue{ch: make(chan claimed, 2*w.cfg.Concurrency), started: make(chan struct{}, 1)}
+	starter := make(chan struct{})
+	var left []claimed // what the starter held when it stopped
+	go func() { defer close(starter); left = w.startLoop(ctx, attemptCtx, slots, q) }()
+	defer func() {
+		<-starter
+		for len(q.ch) > 0 {
+			left = append(left, <-q.ch)
 		}
+		w.releaseAhead(left)
+	}()
+	for {
+		// Claim for the slots that would idle, and ahead of them while
+		// attempts are quick, refilling once half the lead is used up so
+		// that claims stay few and large. len(q.ch) <= unstarted, so
+		// len(q.ch) + room <= free + ahead <= cap(q.ch): pushing never
+		// blocks (only this goroutine adds).
+		free, ahead, unstarted := slots.free(), w.claimAhead(), int(q.unstarted.Load())
+		need, room := free-unstarted, free+ahead-unstarted
 		want, got := 0, 0
-		if free > 0 {
-			want = free + w.claimAhead()
+		if need > 0 || (room > 0 && room >= max(1, ahead/2)) {
+			want = room
 			ds, err := w.claim(ctx, attemptCtx, want)
 			if err != nil && ctx.Err() == nil {
 				w.cfg.Logger.Warn("claiming deliveries failed", "error", err)
 			}
-			for i, c := range ds {
-				if i < free {
-					w.start(attemptCtx, c, slots)
-				} else {
-					ahead = append(ahead, c)
-				}
+			for _, c := range ds {
+				q.unstarted.Add(1)
+				q.ch <- c
 			}
 			got = len(ds)
 		}
@@ -177,7 +189,38 @@ func (w *Worker) loop(ctx, attemptCtx context.Context) {
 			return
 		case <-w.wakeCh:
 		case <-slots.freed:
+		case <-q.started:
 		case <-time.After(w.cfg.Poll):
+		}
+	}
+}
+
+// readyQueue holds deliveries claimed and not started yet.
+type readyQueue struct {
+	ch        chan claimed
+	unstarted atomic.Int64  // in ch or held by the starter waiting for a slot
+	started   chan struct{} // a token when the starter started (or released) one
+}
+
+// startLoop starts each claimed delivery as a slot frees, until ctx ends;
+// it returns the one it held then, for loop to release.
+func (w *Worker) startLoop(ctx, attemptCtx context.Context, slots *slots, q *readyQueue) []claimed {
+	for {
+		var c claimed
+		select {
+		case <-ctx.Done():
+			return nil
+		case c = <-q.ch:
+		}
+		h, ok := slots.take(ctx)
+		if !ok {
+			return []claimed{c}
+		}
+		w.startOrRelease(attemptCtx, c, h)
+		q.unstarted.Add(-1)
+		select {
+		case q.started <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -211,9 +254,8 @@ func (w *Worker) claim(ctx, attemptCtx context.Context, n int) ([]claimed, error
 	return out, nil
 }
 
-// start runs c's attempt in a slot.
-func (w *Worker) start(attemptCtx context.Context, c claimed, slots *slots) {
-	h := slots.take()
+// start runs c's attempt in slot h.
+func (w *Worker) start(attemptCtx context.Context, c claimed, h *slot) {
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -225,12 +267,13 @@ func (w *Worker) start(attemptCtx context.Context, c claimed, slots *slots) {
 // startOrRelease starts a delivery claimed ahead, unless it waited so long
 // that its lease (renewed only once the attempt runs) may lapse before it
 // starts: then it goes back to the queue.
-func (w *Worker) startOrRelease(attemptCtx context.Context, c claimed, slots *slots) {
+func (w *Worker) startOrRelease(attemptCtx context.Context, c claimed, h *slot) {
 	if w.cfg.Now().Sub(c.at) > w.cfg.Lease/2 {
+		h.release()
 		w.releaseAhead([]claimed{c})
 		return
 	}
-	w.start(attemptCtx, c, slots)
+	w.start(attemptCtx, c, h)
 }
 
 // releaseAhead puts deliveries claimed ahead back in the queue, due now.
