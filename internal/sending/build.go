@@ -1,6 +1,7 @@
 package sending
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -240,12 +242,14 @@ type sendCache struct {
 	store Store
 	mu    sync.Mutex
 	items map[int64]cachedSend
+	added uint64 // sequence of additions: the smallest are the oldest
 }
 
 type cachedSend struct {
 	send Send
 	atts []Attachment
 	at   time.Time
+	seq  uint64
 }
 
 const sendCacheSize, sendCacheTTL = 64, time.Minute
@@ -263,20 +267,25 @@ func (c *sendCache) get(ctx context.Context, id int64) (Send, []Attachment, erro
 	if err != nil {
 		return s, nil, err
 	}
+	c.put(s, atts)
+	return s, atts, nil
+}
+
+// put adds a send. A full cache first drops its oldest half: those were
+// added before the claims now being attempted, whose sends prefetch just
+// put (dropping any at random could drop those and load them again).
+func (c *sendCache) put(s Send, atts []Attachment) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.items) >= sendCacheSize {
-		for k, it := range c.items { // drop the stale, or any one when none is
-			if time.Since(it.at) >= sendCacheTTL || len(c.items) >= sendCacheSize {
-				delete(c.items, k)
-			}
-			if len(c.items) < sendCacheSize/2 {
-				break
-			}
+		ids := slices.Collect(maps.Keys(c.items))
+		slices.SortFunc(ids, func(a, b int64) int { return cmp.Compare(c.items[a].seq, c.items[b].seq) })
+		for _, id := range ids[:len(ids)-sendCacheSize/2] {
+			delete(c.items, id)
 		}
 	}
-	c.items[id] = cachedSend{send: s, atts: atts, at: time.Now()}
-	return s, atts, nil
+	c.added++
+	c.items[s.ID] = cachedSend{send: s, atts: atts, at: time.Now(), seq: c.added}
 }
 
 func (c *sendCache) forget(id int64) {

@@ -70,20 +70,3 @@ func (c *sendCache) has(id int64) bool {
 	it, ok := c.items[id]
 	return ok && time.Since(it.at) < sendCacheTTL
 }
-
-// put adds a send loaded elsewhere to the cache, within its bound.
-func (c *sendCache) put(s Send, atts []Attachment) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.items) >= sendCacheSize {
-		for k, it := range c.items { // the stale first, then any, down to half
-			if time.Since(it.at) >= sendCacheTTL || len(c.items) >= sendCacheSize {
-				delete(c.items, k)
-			}
-			if len(c.items) < sendCacheSize/2 {
-				break
-			}
-		}
-	}
-	c.items[s.ID] = cachedSend{send: s, atts: atts, at: time.Now()}
-}
