@@ -3,11 +3,20 @@ package sending
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // completeBatch is the most outcomes one transaction records. With
-// Concurrency attempts at once a group is never larger than that anyway.
+// Concurrency outcome slots a group is never larger than that anyway.
 const completeBatch = 64
+
+// completeLinger is how long a group of outcomes waits for more before it
+// commits, unless every outcome slot is already in it. The attempts have
+// handed their slots on (slots.go), so the wait holds up no sending; it
+// makes groups larger, and each commit (WAL frames and an fsync on SQLite)
+// costs the processor as much as several outcomes' rows. Measured: a
+// third of the commits and ~10% less CPU per message (BENCHMARKS.md).
+const completeLinger = time.Millisecond
 
 // completion is one outcome on its way to the store, and what came back.
 type completion struct {
@@ -16,7 +25,7 @@ type completion struct {
 }
 
 func (w *Worker) newCompleter() *batcher[*completion] {
-	return &batcher[*completion]{max: completeBatch, commit: func(ctx context.Context, cs []*completion) error {
+	return &batcher[*completion]{max: completeBatch, linger: completeLinger, full: w.cfg.Concurrency, commit: func(ctx context.Context, cs []*completion) error {
 		args := make([]Completion, len(cs))
 		for i, c := range cs {
 			args[i] = c.c

@@ -22,10 +22,16 @@ var errRetryAlone = errors.New("sending: batch failed; retry alone")
 type batcher[J any] struct {
 	max    int                                       // calls per group at most
 	commit func(ctx context.Context, jobs []J) error // one transaction for all jobs
+	// linger, when set, lets a leader whose group has fewer than full calls
+	// wait up to linger for more before committing: fewer, larger
+	// transactions where the callers lose nothing by waiting a moment.
+	linger time.Duration
+	full   int
 
-	mu    sync.Mutex
-	queue []*batchCall[J] // queue[0] leads the next group when busy
-	busy  bool            // a leader is active or chosen
+	mu     sync.Mutex
+	queue  []*batchCall[J] // queue[0] leads the next group when busy
+	busy   bool            // a leader is active or chosen
+	filled chan struct{}   // closed when the queue reaches full while a leader lingers
 }
 
 type batchCall[J any] struct {
@@ -41,6 +47,10 @@ func (b *batcher[J]) do(ctx context.Context, job J) error {
 	c := &batchCall[J]{job: job, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
+	if b.filled != nil && len(b.queue) >= b.full {
+		close(b.filled)
+		b.filled = nil
+	}
 	if b.busy {
 		b.mu.Unlock()
 		<-c.done
@@ -52,6 +62,7 @@ func (b *batcher[J]) do(ctx context.Context, job J) error {
 	// c leads and is queue[0]: the queue is empty whenever nobody leads,
 	// and a hand-over always picks the oldest call.
 	b.busy = true
+	b.lingerLocked()
 	n := min(len(b.queue), max(b.max, 1))
 	calls := make([]*batchCall[J], n)
 	copy(calls, b.queue)
@@ -89,6 +100,25 @@ func (b *batcher[J]) do(ctx context.Context, job J) error {
 		err = errRetryAlone
 	}
 	return err
+}
+
+// lingerLocked waits, with b.mu held on entry and exit, until full calls
+// are queued or linger passes, when the batcher lingers at all.
+func (b *batcher[J]) lingerLocked() {
+	if b.linger <= 0 || len(b.queue) >= b.full {
+		return
+	}
+	filled := make(chan struct{})
+	b.filled = filled
+	b.mu.Unlock()
+	t := time.NewTimer(b.linger)
+	select {
+	case <-filled:
+	case <-t.C:
+	}
+	t.Stop()
+	b.mu.Lock()
+	b.filled = nil
 }
 
 // commitRecovered turns a panic in a group's commit into errRetryAlone for

@@ -312,3 +312,48 @@ func TestPanickingAttemptFailsItsDelivery(t *testing.T) {
 		t.Fatalf("outcomes after a panicking attempt: %+v", st.got)
 	}
 }
+
+// A lingering leader waits for company, and commits as soon as the group
+// is full rather than when the linger runs out.
+func TestBatcherLingersUntilFull(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	for range 3 {
+		g.release <- struct{}{}
+	}
+	b := &batcher[int]{max: 8, commit: g.commit, linger: time.Minute, full: 3}
+	start := time.Now()
+	errs := make(chan error, 3)
+	for j := 1; j <= 3; j++ {
+		go func() { errs <- b.do(context.Background(), j) }()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(g.groups) != 1 || len(g.groups[0]) != 3 {
+		t.Fatalf("groups = %v, want the three calls in one", g.groups)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Fatalf("a full group committed after %v: it waited out the linger", d)
+	}
+}
+
+// A lone call commits alone once the linger runs out.
+func TestBatcherLingerEnds(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	g.release <- struct{}{}
+	b := &batcher[int]{max: 8, commit: g.commit, linger: 20 * time.Millisecond, full: 8}
+	start := time.Now()
+	if err := b.do(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 20*time.Millisecond {
+		t.Fatalf("committed after %v, before the linger of 20ms ran out", d)
+	}
+	if !slices.EqualFunc(g.groups, [][]int{{1}}, slices.Equal) {
+		t.Fatalf("groups = %v, want [[1]]", g.groups)
+	}
+}

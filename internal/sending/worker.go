@@ -162,14 +162,16 @@ func (w *Worker) loop(ctx, attemptCtx context.Context) {
 	}()
 	for {
 		// Claim for the slots that would idle, and ahead of them while
-		// attempts are quick, refilling once half the lead is used up so
-		// that claims stay few and large. len(q.ch) <= unstarted, so
+		// attempts are quick, refilling once the lead is used up, so that
+		// claims stay as large as the slots (each is a transaction; it
+		// runs while every slot is busy, so a slot waits for it only when
+		// one frees before the claim ends). len(q.ch) <= unstarted, so
 		// len(q.ch) + room <= free + ahead <= cap(q.ch): pushing never
 		// blocks (only this goroutine adds).
 		free, ahead, unstarted := slots.free(), w.claimAhead(), int(q.unstarted.Load())
 		need, room := free-unstarted, free+ahead-unstarted
 		want, got := 0, 0
-		if need > 0 || (room > 0 && room >= max(1, ahead/2)) {
+		if need > 0 || (room > 0 && room >= max(1, ahead)) {
 			want = room
 			ds, err := w.claim(ctx, attemptCtx, want)
 			if err != nil && ctx.Err() == nil {
