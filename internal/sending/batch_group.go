@@ -15,10 +15,10 @@ var errRetryAlone = errors.New("sending: batch failed; retry alone")
 // batcher commits work submitted concurrently in groups (group commit).
 // A caller that finds no group in progress leads: it commits every call
 // queued so far, its own first, in one go. Calls that arrive meanwhile
-// queue behind it, and the oldest of them leads the next group. A lone
-// caller commits at once: nobody waits for company, so the group size
-// follows the load, and each caller returns only after its own work was
-// committed (or failed).
+// queue behind it, and the oldest of them leads the next group. Unless the
+// batcher lingers, a lone caller commits at once: nobody waits for
+// company, so the group size follows the load. Each caller returns only
+// after its own work was committed (or failed).
 type batcher[J any] struct {
 	max    int                                       // calls per group at most
 	commit func(ctx context.Context, jobs []J) error // one transaction for all jobs
