@@ -24,14 +24,17 @@ type batcher[J any] struct {
 	commit func(ctx context.Context, jobs []J) error // one transaction for all jobs
 	// linger, when set, lets a leader whose group has fewer than full calls
 	// wait up to linger for more before committing: fewer, larger
-	// transactions where the callers lose nothing by waiting a moment.
+	// transactions. full 0 adapts to the load: twice the last group, and
+	// no waiting at all after a group of one, so a lone caller never waits.
 	linger time.Duration
 	full   int
 
 	mu     sync.Mutex
 	queue  []*batchCall[J] // queue[0] leads the next group when busy
 	busy   bool            // a leader is active or chosen
-	filled chan struct{}   // closed when the queue reaches full while a leader lingers
+	last   int             // the size of the last group
+	want   int             // while a leader lingers: the group size that ends the wait
+	filled chan struct{}   // closed when the queue reaches want while a leader lingers
 }
 
 type batchCall[J any] struct {
@@ -47,7 +50,7 @@ func (b *batcher[J]) do(ctx context.Context, job J) error {
 	c := &batchCall[J]{job: job, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
-	if b.filled != nil && len(b.queue) >= b.full {
+	if b.filled != nil && len(b.queue) >= b.want {
 		close(b.filled)
 		b.filled = nil
 	}
@@ -64,6 +67,7 @@ func (b *batcher[J]) do(ctx context.Context, job J) error {
 	b.busy = true
 	b.lingerLocked()
 	n := min(len(b.queue), max(b.max, 1))
+	b.last = n
 	calls := make([]*batchCall[J], n)
 	copy(calls, b.queue)
 	b.queue = append(b.queue[:0], b.queue[n:]...)
@@ -105,11 +109,18 @@ func (b *batcher[J]) do(ctx context.Context, job J) error {
 // lingerLocked waits, with b.mu held on entry and exit, until full calls
 // are queued or linger passes, when the batcher lingers at all.
 func (b *batcher[J]) lingerLocked() {
-	if b.linger <= 0 || len(b.queue) >= b.full {
+	want := b.full
+	if want == 0 {
+		if b.last < 2 {
+			return
+		}
+		want = min(2*b.last, max(b.max, 1))
+	}
+	if b.linger <= 0 || len(b.queue) >= want {
 		return
 	}
 	filled := make(chan struct{})
-	b.filled = filled
+	b.filled, b.want = filled, want
 	b.mu.Unlock()
 	t := time.NewTimer(b.linger)
 	select {

@@ -357,3 +357,72 @@ func TestBatcherLingerEnds(t *testing.T) {
 		t.Fatalf("groups = %v, want [[1]]", g.groups)
 	}
 }
+
+// An adaptive batcher (full 0) never keeps a lone caller waiting: after a
+// group of one, the next leader commits at once.
+func TestBatcherAdaptiveLingerSkipsALoneCaller(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	g.release <- struct{}{}
+	g.release <- struct{}{}
+	b := &batcher[int]{max: 8, commit: g.commit, linger: time.Minute}
+	done := make(chan error, 1)
+	go func() {
+		if err := b.do(context.Background(), 1); err != nil {
+			done <- err
+			return
+		}
+		done <- b.do(context.Background(), 2)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a lone caller waited for company that could not come")
+	}
+	if !slices.EqualFunc(g.groups, [][]int{{1}, {2}}, slices.Equal) {
+		t.Fatalf("groups = %v, want [[1] [2]]", g.groups)
+	}
+}
+
+// Under concurrent load an adaptive batcher waits for up to twice its last
+// group, and commits as soon as that many are queued.
+func TestBatcherAdaptiveLingerWaitsForTwiceTheLastGroup(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	b := &batcher[int]{max: 8, commit: g.commit, linger: time.Minute}
+	// A group of two: job 1 commits alone (gated) while 2 and 3 queue.
+	first := make(chan error, 1)
+	go func() { first <- b.do(context.Background(), 1) }()
+	<-g.entered
+	errs := make(chan error, 8)
+	for j := 2; j <= 3; j++ {
+		go func() { errs <- b.do(context.Background(), j) }()
+	}
+	waitQueued(t, b, 2)
+	g.release <- struct{}{} // [1] commits; [2 3] leads and does not linger (the last group was alone)
+	<-g.entered
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	// While [2 3] commits, job 4 queues; it then leads after a group of
+	// two, so it waits for four calls: 5, 6 and 7 arrive and end the wait.
+	go func() { errs <- b.do(context.Background(), 4) }()
+	waitQueued(t, b, 1)
+	g.release <- struct{}{}
+	for j := 5; j <= 7; j++ {
+		go func() { errs <- b.do(context.Background(), j) }()
+	}
+	<-g.entered
+	g.release <- struct{}{}
+	for range 6 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(g.groups) != 3 || len(g.groups[1]) != 2 || len(g.groups[2]) != 4 || g.groups[2][0] != 4 {
+		t.Fatalf("groups = %v, want [1] [2 3] [4 ...] with four in the last", g.groups)
+	}
+}

@@ -28,6 +28,11 @@ type Config struct {
 	Templates TemplateLoader
 	// MaxSchedule bounds deliver_at (default DefaultMaxSchedule).
 	MaxSchedule time.Duration
+	// EnqueueLinger, when set, lets a group of accepted requests wait up
+	// to this long for the requests arriving with it while the load is
+	// concurrent (never after a group of one). Worth it where commits run
+	// one at a time (SQLite's one writer); see the README.
+	EnqueueLinger time.Duration
 }
 
 // Sealer encrypts values kept until a job has used them (secret.Box).
@@ -57,7 +62,7 @@ func NewService(st Store, events *event.Service, supp *suppression.Service, cfg 
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
 	return &Service{store: st, events: events, supp: supp, cfg: cfg, wake: wake,
-		enqueues: &batcher[EnqueueJob]{max: enqueueBatch, commit: st.EnqueueMany}}
+		enqueues: &batcher[EnqueueJob]{max: enqueueBatch, linger: cfg.EnqueueLinger, commit: st.EnqueueMany}}
 }
 
 // Limits returns the request limits in force.
