@@ -25,7 +25,9 @@ type batcher[J any] struct {
 	// linger, when set, lets a leader whose group has fewer than full calls
 	// wait up to linger for more before committing: fewer, larger
 	// transactions. full 0 adapts to the load: twice the last group, and
-	// no waiting at all after a group of one, so a lone caller never waits.
+	// no waiting at all after a group of one, so a client sending alone
+	// (one request after another) never waits. Groups stop at max either
+	// way.
 	linger time.Duration
 	full   int
 
@@ -114,8 +116,9 @@ func (b *batcher[J]) lingerLocked() {
 		if b.last < 2 {
 			return
 		}
-		want = min(2*b.last, max(b.max, 1))
+		want = 2 * b.last
 	}
+	want = min(want, max(b.max, 1)) // a full group commits at once
 	if b.linger <= 0 || len(b.queue) >= want {
 		return
 	}

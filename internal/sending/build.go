@@ -240,6 +240,7 @@ func verpMAC(key []byte, id int64) string {
 // loaded once, not once per recipient.
 type sendCache struct {
 	store Store
+	size  int // sends kept at most
 	mu    sync.Mutex
 	items map[int64]cachedSend
 	added uint64 // sequence of additions: the smallest are the oldest
@@ -254,7 +255,12 @@ type cachedSend struct {
 
 const sendCacheSize, sendCacheTTL = 64, time.Minute
 
-func newSendCache(st Store) *sendCache { return &sendCache{store: st, items: map[int64]cachedSend{}} }
+// newSendCache keeps sendCacheSize sends, or four per worker slot when
+// that is more: what survives an eviction (half) must hold the sends of
+// every delivery claimed and not yet built (up to twice the slots).
+func newSendCache(st Store, concurrency int) *sendCache {
+	return &sendCache{store: st, size: max(sendCacheSize, 4*concurrency), items: map[int64]cachedSend{}}
+}
 
 func (c *sendCache) get(ctx context.Context, id int64) (Send, []Attachment, error) {
 	c.mu.Lock()
@@ -277,10 +283,10 @@ func (c *sendCache) get(ctx context.Context, id int64) (Send, []Attachment, erro
 func (c *sendCache) put(s Send, atts []Attachment) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.items) >= sendCacheSize {
+	if len(c.items) >= c.size {
 		ids := slices.Collect(maps.Keys(c.items))
 		slices.SortFunc(ids, func(a, b int64) int { return cmp.Compare(c.items[a].seq, c.items[b].seq) })
-		for _, id := range ids[:len(ids)-sendCacheSize/2] {
+		for _, id := range ids[:len(ids)-c.size/2] {
 			delete(c.items, id)
 		}
 	}

@@ -39,10 +39,11 @@
 // Outcomes of attempts that finish at the same time are written in one
 // transaction (group commit), each with its entries and bounce
 // suppression; an outcome whose lease was lost writes nothing while the
-// others in its group are written. An attempt keeps its slot and its
-// lease until its own outcome committed, so at most Concurrency
-// deliveries per process are ever sent and not yet recorded, as before.
-// A group that fails is retried outcome by outcome.
+// others in its group are written. An attempt hands its slot to the next
+// delivery once its outcome is known and keeps its lease, in one of
+// Concurrency outcome slots, until the outcome committed (slots.go), so at
+// most twice Concurrency deliveries per process are ever sent and not yet
+// recorded. A group that fails is retried outcome by outcome.
 //
 // Per claim, the worker reads each claimed domain's settings once, checks
 // suppressions for all claimed recipients (one query per domain) and loads

@@ -100,7 +100,7 @@ func NewWorker(cfg WorkerConfig, st Store, events *event.Service, domains *domai
 	b := make([]byte, 4)
 	rand.Read(b)
 	w := &Worker{cfg: cfg, store: st, events: events, domains: domains, supp: supp, transport: t, limiter: limiter,
-		owner: host + "/" + hex.EncodeToString(b), wakeCh: make(chan struct{}, 1), sends: newSendCache(st),
+		owner: host + "/" + hex.EncodeToString(b), wakeCh: make(chan struct{}, 1), sends: newSendCache(st, cfg.Concurrency),
 		heavy: make(chan struct{}, 2)}
 	w.completes = w.newCompleter()
 	return w
@@ -168,7 +168,10 @@ func (w *Worker) loop(ctx, attemptCtx context.Context) {
 		// one frees before the claim ends). len(q.ch) <= unstarted, so
 		// len(q.ch) + room <= free + ahead <= cap(q.ch): pushing never
 		// blocks (only this goroutine adds).
-		free, ahead, unstarted := slots.free(), w.claimAhead(), int(q.unstarted.Load())
+		// unstarted first: a start between the two reads then errs on the
+		// side of claiming too few (and its started token recounts).
+		unstarted := int(q.unstarted.Load())
+		free, ahead := slots.free(), w.claimAhead()
 		need, room := free-unstarted, free+ahead-unstarted
 		want, got := 0, 0
 		if need > 0 || (room > 0 && room >= max(1, ahead)) {
