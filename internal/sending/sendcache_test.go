@@ -37,3 +37,29 @@ func TestSendCacheGrowsWithTheWorkers(t *testing.T) {
 		}
 	}
 }
+
+// Attachments count against a byte budget: the oldest sends go first, and
+// the newest stays whatever its size.
+func TestSendCacheBoundsAttachmentBytes(t *testing.T) {
+	c := newSendCache(nil, 8)
+	c.budget = 100
+	file := func(n int) []Attachment { return []Attachment{{Filename: "f", Data: make([]byte, n)}} }
+	c.put(Send{ID: 1}, file(60))
+	c.put(Send{ID: 2}, file(30))
+	if !c.has(1) || !c.has(2) || c.bytes != 90 {
+		t.Fatalf("within the budget: kept 1 %v, 2 %v, %d bytes; want both, 90", c.has(1), c.has(2), c.bytes)
+	}
+	c.put(Send{ID: 3}, file(30)) // 120 > 100: the oldest goes
+	if c.has(1) || !c.has(2) || !c.has(3) || c.bytes != 60 {
+		t.Fatalf("over the budget: kept 1 %v, 2 %v, 3 %v, %d bytes; want 2 and 3, 60", c.has(1), c.has(2), c.has(3), c.bytes)
+	}
+	c.put(Send{ID: 4}, file(500)) // alone over the budget: kept, everything older goes
+	if !c.has(4) || c.has(2) || c.has(3) || c.bytes != 500 {
+		t.Fatalf("a send over the budget: kept 4 %v, 2 %v, 3 %v, %d bytes; want only 4, 500", c.has(4), c.has(2), c.has(3), c.bytes)
+	}
+	c.put(Send{ID: 4}, file(500)) // put again: counted once
+	c.forget(4)
+	if c.bytes != 0 || len(c.items) != 0 {
+		t.Fatalf("after forgetting the last send: %d bytes, %d sends; want 0, 0", c.bytes, len(c.items))
+	}
+}
