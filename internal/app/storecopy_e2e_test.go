@@ -13,6 +13,7 @@ import (
 	"github.com/postline/postline/internal/app"
 	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/store"
@@ -39,6 +40,11 @@ func TestStoreCopyToPostgres(t *testing.T) {
 	}
 	if _, err := e.sink.WaitForMessages(ctxTimeout(t, 15*time.Second), 2); err != nil {
 		t.Fatal(err)
+	}
+	// The outcome is recorded after the receiving server accepted: wait for
+	// it, or the copy could catch a log the answers below had not.
+	for _, to := range []string{"ann@rcpt.example.net", "bob@rcpt.example.net"} {
+		e.chain(t, to, event.Delivered)
 	}
 	e.Do(apitest.Request{Method: "POST", Path: "/api/domains/shop.example.com/webhooks", Auth: e.user.Auth(),
 		Body: map[string]any{"url": "https://hooks.example.com/x"}})
