@@ -175,7 +175,7 @@ func BenchmarkDeliveryVsRawSMTP(b *testing.B) {
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		b.ResetTimer()
-		for w := 0; w < benchWorkers(); w++ {
+		for range benchWorkers() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -214,7 +214,7 @@ func BenchmarkDeliveryVsRawSMTP(b *testing.B) {
 		var wg sync.WaitGroup
 		b.ResetTimer()
 		cpu := processCPU()
-		for w := 0; w < benchWorkers(); w++ {
+		for range benchWorkers() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -304,7 +304,8 @@ func (c *sendCache) put(s Send, atts []Attachment) {
 		ids := slices.Collect(maps.Keys(c.items))
 		slices.SortFunc(ids, func(a, b int64) int { return cmp.Compare(c.items[a].seq, c.items[b].seq) })
 		for _, id := range ids {
-			if !(full && len(c.items) > c.size/2) && c.bytes+n <= c.budget {
+			overCount := full && len(c.items) > c.size/2
+			if !overCount && c.bytes+n <= c.budget {
 				break
 			}
 			c.dropLocked(id)
