@@ -22,7 +22,7 @@ func TestClaimAheadReleasedAtStop(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			// An MX that accepts connections and never greets: attempts hang.
-			mx := smtptest.Silent(t, "127.0.0.1:0")
+			mx, dialled := smtptest.SilentCounting(t, "127.0.0.1:0")
 			e := startSend(t, d, false, func(c *config.Config) {
 				c.MXPort = mx.Port
 				c.DeliveryWorkers = 2
@@ -53,11 +53,13 @@ func TestClaimAheadReleasedAtStop(t *testing.T) {
 				}
 				return m
 			}
-			// Two attempts hang at the MX; two more are claimed ahead.
+			// Two attempts hang at the MX (both have connected: claimed is
+			// not yet started); two more are claimed ahead.
 			deadline := time.Now().Add(10 * time.Second)
-			for states()["sending/1"] != 4 {
+			for states()["sending/1"] != 4 || dialled() < 2 {
 				if time.Now().After(deadline) {
-					t.Fatalf("deliveries by state/attempts: %v; want 4 claimed (2 running, 2 ahead) and 2 pending", states())
+					t.Fatalf("deliveries by state/attempts: %v, %d connections at the MX; want 4 claimed (2 running, 2 ahead) and 2 pending",
+						states(), dialled())
 				}
 				time.Sleep(20 * time.Millisecond)
 			}

@@ -235,6 +235,14 @@ func key(addr string) string { return strings.ToLower(addr) }
 // it listens on (for a port 0 in addr).
 func Silent(t testing.TB, addr string) *net.TCPAddr {
 	t.Helper()
+	a, _ := SilentCounting(t, addr)
+	return a
+}
+
+// SilentCounting is Silent that also reports how many connections it has
+// accepted: how a test knows its clients' attempts have begun.
+func SilentCounting(t testing.TB, addr string) (*net.TCPAddr, func() int) {
+	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatalf("smtptest: %v", err)
@@ -260,5 +268,9 @@ func Silent(t testing.TB, addr string) *net.TCPAddr {
 			mu.Unlock()
 		}
 	}()
-	return ln.Addr().(*net.TCPAddr)
+	return ln.Addr().(*net.TCPAddr), func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(conns)
+	}
 }
