@@ -86,6 +86,10 @@ type Service struct {
 	store Store
 	now   func() time.Time
 	keys  keyCache
+	gate  passwordGate
+	// verify checks a password against its hash (verifyPassword; tests
+	// count and hold the checks through it).
+	verify func(password, phc string) bool
 }
 
 // NewService returns a Service; now may be nil for time.Now.
@@ -93,7 +97,7 @@ func NewService(store Store, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: store, now: now}
+	return &Service{store: store, now: now, gate: newPasswordGate(DefaultPasswordChecks, PasswordCheckWait), verify: verifyPassword}
 }
 
 // touchEvery bounds last_used_at writes to one per key per minute, so that

@@ -82,6 +82,8 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.BoolVar(&cfg.SubmissionAllowPlainAuth, "submission-allow-plain-auth", false, "offer AUTH before TLS on loopback submission listeners (tests)")
 	fs.IntVar(&cfg.AuthAttemptsPerLogin, "auth-attempts-per-login", cfg.AuthAttemptsPerLogin, "failed SMTP AUTH attempts per login in 15 minutes before it is refused")
 	fs.IntVar(&cfg.AuthAttemptsPerAddress, "auth-attempts-per-address", cfg.AuthAttemptsPerAddress, "failed SMTP AUTH attempts per client address in 15 minutes before it is refused")
+	fs.IntVar(&cfg.PasswordCheckConcurrency, "password-check-concurrency", cfg.PasswordCheckConcurrency,
+		"console password checks (argon2id, 19 MiB each) running at once; others wait up to 2s, then are refused with 429")
 	fs.BoolVar(&cfg.AttachIsolation, "attach-isolation", cfg.AttachIsolation,
 		"process attachments (watermarks, archives) in a child process with memory and time limits")
 	fs.IntVar(&cfg.AttachMemoryMiB, "attach-memory-limit", cfg.AttachMemoryMiB, "address-space limit of the attachment child process, in `MiB`")
