@@ -202,6 +202,9 @@ func (c *Console) setPassword(w http.ResponseWriter, r *http.Request, s *account
 		}
 		return c.renderKeys(w, r, s, http.StatusUnprocessableEntity, "", map[string][]string{"password": msgs})
 	}
+	if e, ok := apperr.As(err); ok && e.Code == apperr.RateLimited { // hashing is bounded like checking
+		return c.renderKeys(w, r, s, http.StatusTooManyRequests, "", map[string][]string{"password": {e.Message}})
+	}
 	if err != nil {
 		return err
 	}
