@@ -41,7 +41,10 @@ type Config struct {
 	RelayTLSInsecure bool          // skip certificate checks of SMTP relays (self-signed relays)
 	// WebhookAllowPrivate lets webhooks post to loopback and private addresses.
 	WebhookAllowPrivate bool
-	HeloName            string // EHLO name; empty = the host name
+	// DeliveryAllowPrivate lets direct delivery connect to MX hosts at
+	// loopback and private addresses (tests, simulated networks).
+	DeliveryAllowPrivate bool
+	HeloName             string // EHLO name; empty = the host name
 
 	BlocklistFile      string        // operator blocklist: domains and addresses, one a line
 	AllowlistFile      string        // operator allowlist, same format; wins over every list
