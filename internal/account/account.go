@@ -56,6 +56,9 @@ type Principal struct {
 	// Scopes and Domains are the key's limits (nil: none).
 	Scopes  []string
 	Domains []string
+	// ExpiresAt is when the key expires (nil: never, or a password
+	// sign-in); the keys it makes expire no later.
+	ExpiresAt *time.Time
 }
 
 // Store is the storage the account service needs. Missing rows are
@@ -86,6 +89,10 @@ type Service struct {
 	store Store
 	now   func() time.Time
 	keys  keyCache
+	gate  passwordGate
+	// verify checks a password against its hash (verifyPassword; tests
+	// count and hold the checks through it).
+	verify func(password, phc string) bool
 }
 
 // NewService returns a Service; now may be nil for time.Now.
@@ -93,7 +100,7 @@ func NewService(store Store, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: store, now: now}
+	return &Service{store: store, now: now, gate: newPasswordGate(DefaultPasswordChecks, PasswordCheckWait), verify: verifyPassword}
 }
 
 // touchEvery bounds last_used_at writes to one per key per minute, so that
@@ -149,7 +156,7 @@ func (s *Service) authenticate(ctx context.Context, login *string, key string) (
 		}
 		s.keys.touched(hash, now)
 	}
-	return Principal{AccountID: a.ID, Login: a.Login, KeyID: k.ID, Admin: a.Admin, Scopes: k.Scopes, Domains: k.Domains}, nil
+	return Principal{AccountID: a.ID, Login: a.Login, KeyID: k.ID, Admin: a.Admin, Scopes: k.Scopes, Domains: k.Domains, ExpiresAt: k.ExpiresAt}, nil
 }
 
 // SetAdmin marks an account as an operator, or not.
@@ -261,15 +268,19 @@ func (s *Service) RevokeKey(ctx context.Context, id int64) error {
 	return err
 }
 
-// RevokeOwnKey revokes key id of the account; another account's key is
-// NotFound, as a missing one.
-func (s *Service) RevokeOwnKey(ctx context.Context, accountID, id int64) error {
+// RevokeOwnKey revokes key id of p's account; another account's key is
+// NotFound, as a missing one. A limited key may revoke only keys at most
+// as broad as itself (Principal.MayRevoke): otherwise apperr.Forbidden.
+func (s *Service) RevokeOwnKey(ctx context.Context, p Principal, id int64) error {
 	k, err := s.store.KeyByID(ctx, id)
-	if apperr.CodeOf(err) == apperr.NotFound || (err == nil && k.AccountID != accountID) {
+	if apperr.CodeOf(err) == apperr.NotFound || (err == nil && k.AccountID != p.AccountID) {
 		return apperr.Errorf(apperr.NotFound, "API key not found")
 	}
 	if err != nil {
 		return err
+	}
+	if !p.MayRevoke(k) {
+		return apperr.Errorf(apperr.Forbidden, "This API key can only revoke keys with no more scopes, domains and lifetime than its own")
 	}
 	return s.RevokeKey(ctx, id)
 }

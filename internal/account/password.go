@@ -50,7 +50,13 @@ func (s *Service) SetPassword(ctx context.Context, login, password string) error
 	if _, err := rand.Read(salt); err != nil {
 		return err
 	}
-	return s.store.SetPasswordHash(ctx, a.ID, hashPassword(password, salt))
+	leave, err := s.gate.enter(ctx)
+	if err != nil {
+		return err
+	}
+	hash := hashPassword(password, salt)
+	leave()
+	return s.store.SetPasswordHash(ctx, a.ID, hash)
 }
 
 func checkPassword(p string) error {
@@ -67,13 +73,20 @@ func checkPassword(p string) error {
 
 // CheckPassword signs login in with a password. Every failure (no such
 // login, no password set, a wrong one) is the same apperr.Unauthorized; a
-// disabled account is apperr.AuthMissing.
+// disabled account is apperr.AuthMissing. When the password checks
+// running at once are at their bound for longer than PasswordCheckWait it
+// is apperr.RateLimited, and nothing was checked.
 func (s *Service) CheckPassword(ctx context.Context, login, password string) (Principal, error) {
 	a, hash, err := s.store.PasswordHash(ctx, login)
 	if err != nil && apperr.CodeOf(err) != apperr.NotFound {
 		return Principal{}, err
 	}
-	ok := verifyPassword(password, hash)
+	leave, gerr := s.gate.enter(ctx)
+	if gerr != nil {
+		return Principal{}, gerr
+	}
+	ok := s.verify(password, hash)
+	leave()
 	if !ok || err != nil || hash == "" {
 		return Principal{}, apperr.Errorf(apperr.Unauthorized, "Invalid credentials")
 	}

@@ -129,6 +129,40 @@ func (p Principal) Covers(o KeyOptions) bool {
 	return p.Domains == nil || (o.Domains != nil && subset(o.Domains, p.Domains))
 }
 
+// ChildKey returns o as the principal may make it, so that the keys scope
+// is no way out of a key's other limits: no more scopes and domains than
+// its own (apperr.Forbidden otherwise), and an expiry no later than its
+// own: a child that names none gets the principal's, one that names a
+// later one is refused (apperr.Invalid on expires_at).
+func (p Principal) ChildKey(o KeyOptions) (KeyOptions, error) {
+	if !p.Covers(o) {
+		return o, apperr.Errorf(apperr.Forbidden, "This API key can only create keys with no more scopes and domains than its own")
+	}
+	if p.ExpiresAt == nil {
+		return o, nil
+	}
+	if o.ExpiresAt == nil {
+		t := *p.ExpiresAt
+		o.ExpiresAt = &t
+		return o, nil
+	}
+	if o.ExpiresAt.After(*p.ExpiresAt) {
+		return o, apperr.Field("expires_at", fmt.Sprintf("expires_at must be no later than this API key's own expiry, %s",
+			p.ExpiresAt.UTC().Format(time.RFC3339)))
+	}
+	return o, nil
+}
+
+// MayRevoke says whether the principal may revoke k: only a key at most
+// as broad as itself (scopes and domains among its own, an expiry no
+// later), so that a limited key cannot end the account's unrestricted one.
+func (p Principal) MayRevoke(k Key) bool {
+	if !p.Covers(KeyOptions{Scopes: k.Scopes, Domains: k.Domains}) {
+		return false
+	}
+	return p.ExpiresAt == nil || (k.ExpiresAt != nil && !k.ExpiresAt.After(*p.ExpiresAt))
+}
+
 func subset(a, b []string) bool {
 	for _, x := range a {
 		if !slices.Contains(b, x) {

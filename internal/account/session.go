@@ -74,7 +74,8 @@ func (s *Sessions) Start(ctx context.Context, p Principal) (string, Session, err
 
 // Resume returns the session of token. It is apperr.Unauthorized when
 // there is none, it was idle too long, its account was disabled or the key
-// it was started with revoked (those end it at once, on the next request).
+// it was started with revoked or expired (those end it at once, on the
+// next request).
 func (s *Sessions) Resume(ctx context.Context, token string) (Session, error) {
 	if token == "" {
 		return Session{}, apperr.Errorf(apperr.Unauthorized, "not signed in")
@@ -88,7 +89,8 @@ func (s *Sessions) Resume(ctx context.Context, token string) (Session, error) {
 		return Session{}, err
 	}
 	now := s.now()
-	if rec.Disabled || rec.KeyRevoked || now.Sub(rec.LastSeen) > s.idle {
+	expired := rec.ExpiresAt != nil && !now.Before(*rec.ExpiresAt) // a session outlives no key
+	if rec.Disabled || rec.KeyRevoked || expired || now.Sub(rec.LastSeen) > s.idle {
 		s.store.DeleteSession(ctx, h) //nolint:errcheck // it is over either way
 		return Session{}, apperr.Errorf(apperr.Unauthorized, "the session has ended; sign in again")
 	}

@@ -159,6 +159,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		return err
 	}
 	a.Accounts = account.NewService(store.NewAccounts(db), nil)
+	a.Accounts.SetPasswordCheckConcurrency(a.Config.PasswordCheckConcurrency)
 	a.Domains = domain.NewService(store.NewDomains(db, box), uncached, domain.Config{
 		RelayAllowlist: cfg.RelayAllowlist,
 		SPFRecord:      cfg.SPFRecord,

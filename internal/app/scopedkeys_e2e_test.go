@@ -5,11 +5,13 @@ import (
 	"context"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apitest"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/store"
@@ -189,4 +191,124 @@ func bobsKeyID(t *testing.T, e *sendEnv, bob apitest.User) int64 {
 		t.Fatal(keys, err)
 	}
 	return keys[0].ID
+}
+
+// TestScopedKeysStayWithinTheirParent: a key limited to keys and send, one
+// domain and an hour makes keys that expire no later than itself (none
+// named: its own expiry; a later one: 422 naming expires_at), and revokes
+// only keys at most as broad as itself: the account's unrestricted key,
+// a broader key or a longer-lived one is 403 and keeps working. The
+// console does the same for a session started with an expiring key, and
+// ends that session when the key expires.
+func TestScopedKeysStayWithinTheirParent(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		e := startSend(t, d, false, nil)
+		do := func(u apitest.User, method, path string, body any) *apitest.Response {
+			return e.Do(apitest.Request{Method: method, Path: path, Auth: u.Auth(), Body: body})
+		}
+		idOf := func(u apitest.User) string {
+			t.Helper()
+			for _, k := range mustKeys(t, e) {
+				if strings.HasPrefix(u.Key, k.Prefix) {
+					return strconv.FormatInt(k.ID, 10)
+				}
+			}
+			t.Fatalf("no key with the prefix of %s", u.Key[:10])
+			return ""
+		}
+		hour := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+		limited, resp := newKey(t, e, e.user, map[string]any{"scopes": []string{"keys", "send"},
+			"domains": []string{"shop.example.com"}, "expires_at": hour.Format(time.RFC3339)})
+		if resp.StatusCode != 201 {
+			t.Fatalf("the limited key: %d %s", resp.StatusCode, resp.Body)
+		}
+		same := map[string]any{"scopes": []string{"send"}, "domains": []string{"shop.example.com"}}
+
+		child, resp := newKey(t, e, limited, same)
+		if resp.StatusCode != 201 {
+			t.Fatalf("a child naming no expiry: %d %s", resp.StatusCode, resp.Body)
+		}
+		exp, _ := resp.JSON["data"].(map[string]any)["expires_at"].(string)
+		if got, _ := time.Parse(time.RFC3339Nano, exp); !got.Equal(hour) {
+			t.Errorf("a child naming no expiry expires at %v, want its parent's %v", got, hour)
+		}
+		for _, later := range []string{time.Now().Add(2 * time.Hour).Format(time.RFC3339), "2031-01-01T00:00:00Z"} {
+			body := map[string]any{"scopes": []string{"send"}, "domains": []string{"shop.example.com"}, "expires_at": later}
+			_, resp := newKey(t, e, limited, body)
+			if errs, _ := resp.JSON["errors"].(map[string]any); resp.StatusCode != 422 || errs["expires_at"] == nil {
+				t.Errorf("a child expiring at %s, after its parent: %d %s; want 422 naming expires_at", later, resp.StatusCode, resp.Body)
+			}
+		}
+		sooner := time.Now().Add(30 * time.Minute).UTC().Truncate(time.Second)
+		if _, resp := newKey(t, e, limited, map[string]any{"scopes": []string{"send"}, "domains": []string{"shop.example.com"},
+			"expires_at": sooner.Format(time.RFC3339)}); resp.StatusCode != 201 {
+			t.Errorf("a child expiring before its parent: %d %s", resp.StatusCode, resp.Body)
+		}
+
+		// Revoking: only keys at most as broad as the caller.
+		broaderScopes, _ := newKey(t, e, e.user, map[string]any{"scopes": []string{"send", "validate"}, "domains": []string{"shop.example.com"},
+			"expires_at": sooner.Format(time.RFC3339)})
+		allDomains, _ := newKey(t, e, e.user, map[string]any{"scopes": []string{"send"}, "expires_at": sooner.Format(time.RFC3339)})
+		forever, _ := newKey(t, e, e.user, same)
+		for name, k := range map[string]apitest.User{"the account's unrestricted key": e.user, "a key with more scopes": broaderScopes,
+			"a key for every domain": allDomains, "a key that never expires": forever} {
+			if resp := do(limited, "DELETE", "/api/keys/"+idOf(k), nil); resp.StatusCode != 403 || !strings.Contains(string(resp.Body), "revoke") {
+				t.Errorf("the limited key revoking %s: %d %s, want 403", name, resp.StatusCode, resp.Body)
+			}
+			if resp := do(k, "GET", "/api/domains", nil); resp.StatusCode != 200 && resp.StatusCode != 403 {
+				t.Errorf("%s after the refused revocation: %d, want it still working", name, resp.StatusCode)
+			}
+		}
+		if resp := do(e.user, "GET", "/api/keys", nil); resp.StatusCode != 200 {
+			t.Fatalf("the unrestricted key after the refused revocation: %d", resp.StatusCode)
+		}
+		if resp := do(limited, "DELETE", "/api/keys/"+idOf(child), nil); resp.StatusCode != 200 {
+			t.Errorf("the limited key revoking its own child: %d %s", resp.StatusCode, resp.Body)
+		}
+
+		// The console: a session started with an expiring key.
+		soon := time.Now().Add(3 * time.Second).UTC().Truncate(time.Millisecond)
+		brief, resp := newKey(t, e, e.user, map[string]any{"expires_at": soon.Format(time.RFC3339Nano)})
+		if resp.StatusCode != 201 {
+			t.Fatalf("a full key expiring soon: %d %s", resp.StatusCode, resp.Body)
+		}
+		b := &browser{t: t, base: e.URL}
+		if r := b.signIn(e.user.Login, brief.Key, "/keys"); r.StatusCode != 303 {
+			t.Fatalf("console sign-in with the expiring key: %d", r.StatusCode)
+		}
+		_, page := b.do("GET", "/keys", nil, nil)
+		csrf := csrfRE.FindStringSubmatch(page)[1]
+		r, page := b.do("POST", "/keys", url.Values{"csrf": {csrf}, "name": {"from the console"}}, nil)
+		if r.StatusCode != 201 {
+			t.Fatalf("console key naming no expiry: %d", r.StatusCode)
+		}
+		for _, k := range mustKeys(t, e) {
+			if k.Name == "from the console" && (k.ExpiresAt == nil || k.ExpiresAt.After(soon)) {
+				t.Errorf("a console key from a session of a key expiring at %v expires at %v, want no later", soon, k.ExpiresAt)
+			}
+		}
+		if r, page := b.do("POST", "/keys", url.Values{"csrf": {csrf}, "expires": {"2031-01-01"}}, nil); r.StatusCode != 422 || !strings.Contains(page, "expires_at must be no later") {
+			t.Errorf("console key expiring in 2031 from a session of an expiring key: %d", r.StatusCode)
+		}
+		if r, page := b.do("POST", "/keys/"+idOf(e.user)+"/revoke", url.Values{"csrf": {csrf}}, nil); r.StatusCode != 403 || !strings.Contains(page, "can only revoke") {
+			t.Errorf("the console session of an expiring key revoking the unrestricted key: %d", r.StatusCode)
+		}
+		time.Sleep(time.Until(soon) + 100*time.Millisecond)
+		if r, _ := b.do("GET", "/keys", nil, nil); r.StatusCode != 401 {
+			t.Errorf("the console after its key expired: %d, want 401 (the session ended: the sign-in form)", r.StatusCode)
+		}
+		if resp := do(e.user, "GET", "/api/keys", nil); resp.StatusCode != 200 {
+			t.Errorf("the unrestricted key at the end: %d", resp.StatusCode)
+		}
+	})
+}
+
+func mustKeys(t *testing.T, e *sendEnv) []account.Key {
+	t.Helper()
+	keys, err := e.App.Accounts.Keys(context.Background(), e.user.Login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }

@@ -25,6 +25,7 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 		HeloName:                cfg.HeloName,
 		TLSConfig:               &tls.Config{MinVersion: tls.VersionTLS12},
 		InsecureSkipRelayVerify: cfg.RelayTLSInsecure,
+		AllowPrivate:            cfg.DeliveryAllowPrivate,
 	})
 	if err != nil {
 		return err

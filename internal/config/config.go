@@ -41,7 +41,10 @@ type Config struct {
 	RelayTLSInsecure bool          // skip certificate checks of SMTP relays (self-signed relays)
 	// WebhookAllowPrivate lets webhooks post to loopback and private addresses.
 	WebhookAllowPrivate bool
-	HeloName            string // EHLO name; empty = the host name
+	// DeliveryAllowPrivate lets direct delivery connect to MX hosts at
+	// loopback and private addresses (tests, simulated networks).
+	DeliveryAllowPrivate bool
+	HeloName             string // EHLO name; empty = the host name
 
 	BlocklistFile      string        // operator blocklist: domains and addresses, one a line
 	AllowlistFile      string        // operator allowlist, same format; wins over every list
@@ -76,6 +79,9 @@ type Config struct {
 	// AuthAttemptsPerLogin and AuthAttemptsPerAddress bound failed
 	// credential checks (SMTP AUTH, console sign-in) in 15 minutes.
 	AuthAttemptsPerLogin, AuthAttemptsPerAddress int
+	// PasswordCheckConcurrency bounds the argon2id password checks running
+	// at once (19 MiB each); others wait up to 2 s, then are refused (429).
+	PasswordCheckConcurrency int
 
 	// AttachIsolation runs attachment processing in a child process limited
 	// to AttachMemoryMiB of address space and AttachTimeout.
@@ -189,10 +195,11 @@ func Default() Config {
 		ConsoleIdleTimeout:           12 * time.Hour,
 		SubmissionMaxBytes:           35 << 20,
 
-		AuthAttemptsPerLogin:   10,
-		AuthAttemptsPerAddress: 50,
-		AttachMemoryMiB:        1024,
-		AttachTimeout:          2 * time.Minute,
+		AuthAttemptsPerLogin:     10,
+		AuthAttemptsPerAddress:   50,
+		PasswordCheckConcurrency: 4,
+		AttachMemoryMiB:          1024,
+		AttachTimeout:            2 * time.Minute,
 
 		TrackingPerAddressPerMinute: 120,
 	}
@@ -333,6 +340,9 @@ func (c Config) Validate() error {
 	}
 	if c.AuthAttemptsPerLogin < 1 || c.AuthAttemptsPerAddress < 1 {
 		bad("auth-attempts-per-login", "the failed-attempt limits must be at least 1")
+	}
+	if c.PasswordCheckConcurrency < 1 || c.PasswordCheckConcurrency > 256 {
+		bad("password-check-concurrency", "must be 1..256, got %d", c.PasswordCheckConcurrency)
 	}
 	if c.ConsoleIdleTimeout < time.Minute {
 		bad("console-idle-timeout", "must be at least 1m, got %s", c.ConsoleIdleTimeout)

@@ -51,6 +51,8 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.IntVar(&cfg.DomainSendRate, "domain-send-rate", 0, "messages per minute per sending domain, shared by all workers and processes (0 = unlimited)")
 	fs.BoolVar(&cfg.RelayTLSInsecure, "relay-tls-insecure", false, "do not verify SMTP relay certificates (for self-signed relays)")
 	fs.BoolVar(&cfg.WebhookAllowPrivate, "webhook-allow-private", false, "let webhooks post to loopback, private and link-local addresses")
+	fs.BoolVar(&cfg.DeliveryAllowPrivate, "delivery-allow-private", false,
+		"let direct delivery connect to MX hosts at loopback, private, link-local and other non-public addresses (tests); relays are not affected")
 	fs.StringVar(&cfg.HeloName, "helo-name", "", "EHLO `name` for outgoing SMTP (default the host name)")
 	fs.StringVar(&cfg.BlocklistFile, "blocklist-file", "", "operator blocklist for validation: one domain or address a line; reloaded on change")
 	fs.StringVar(&cfg.AllowlistFile, "allowlist-file", "", "operator allowlist for validation, same format; overrides every blocklist")
@@ -82,6 +84,8 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.BoolVar(&cfg.SubmissionAllowPlainAuth, "submission-allow-plain-auth", false, "offer AUTH before TLS on loopback submission listeners (tests)")
 	fs.IntVar(&cfg.AuthAttemptsPerLogin, "auth-attempts-per-login", cfg.AuthAttemptsPerLogin, "failed SMTP AUTH attempts per login in 15 minutes before it is refused")
 	fs.IntVar(&cfg.AuthAttemptsPerAddress, "auth-attempts-per-address", cfg.AuthAttemptsPerAddress, "failed SMTP AUTH attempts per client address in 15 minutes before it is refused")
+	fs.IntVar(&cfg.PasswordCheckConcurrency, "password-check-concurrency", cfg.PasswordCheckConcurrency,
+		"console password checks (argon2id, 19 MiB each) running at once; others wait up to 2s, then are refused with 429")
 	fs.BoolVar(&cfg.AttachIsolation, "attach-isolation", cfg.AttachIsolation,
 		"process attachments (watermarks, archives) in a child process with memory and time limits")
 	fs.IntVar(&cfg.AttachMemoryMiB, "attach-memory-limit", cfg.AttachMemoryMiB, "address-space limit of the attachment child process, in `MiB`")

@@ -46,20 +46,13 @@ func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, s *account.S
 	if err != nil {
 		return apperr.Errorf(apperr.NotFound, "no key")
 	}
-	keys, err := c.deps.Accounts.Keys(r.Context(), s.Login)
-	if err != nil {
+	if err := c.deps.Accounts.RevokeOwnKey(r.Context(), s.Principal, id); apperr.CodeOf(err) == apperr.Forbidden {
+		return c.renderKeys(w, r, s, http.StatusForbidden, "", map[string][]string{"revoke": {err.Error()}})
+	} else if err != nil {
 		return err
 	}
-	for _, k := range keys {
-		if k.ID == id {
-			if err := c.deps.Accounts.RevokeKey(r.Context(), id); err != nil {
-				return err
-			}
-			http.Redirect(w, r, "/keys", http.StatusSeeOther)
-			return nil
-		}
-	}
-	return apperr.Errorf(apperr.NotFound, "no key %d", id)
+	http.Redirect(w, r, "/keys", http.StatusSeeOther)
+	return nil
 }
 
 // suppressionsPage shows one of a domain's lists, with search and paging.
@@ -202,6 +195,9 @@ func (c *Console) setPassword(w http.ResponseWriter, r *http.Request, s *account
 		}
 		return c.renderKeys(w, r, s, http.StatusUnprocessableEntity, "", map[string][]string{"password": msgs})
 	}
+	if e, ok := apperr.As(err); ok && e.Code == apperr.RateLimited { // hashing is bounded like checking
+		return c.renderKeys(w, r, s, http.StatusTooManyRequests, "", map[string][]string{"password": {e.Message}})
+	}
 	if err != nil {
 		return err
 	}
@@ -229,6 +225,10 @@ func (c *Console) createKeyFromForm(r *http.Request, s *account.Session) (string
 		}
 		end := day.Add(24*time.Hour - time.Millisecond)
 		o.ExpiresAt = &end
+	}
+	// A session started with an expiring key makes keys that expire no later.
+	if o, err = s.Principal.ChildKey(o); err != nil {
+		return "", err
 	}
 	plain, _, err := c.deps.Accounts.CreateKeyWith(r.Context(), s.Login, o)
 	return plain, err

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/ratelimit"
 )
 
 // view is what every page template gets.
@@ -72,8 +75,13 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.render(w, status, "signin", view{Title: "Sign in", Data: map[string]any{"Next": next, "Login": login, "Error": msg}})
 	}
 	ip := clientIP(r)
+	var at ratelimit.Attempt
 	if a := c.deps.Attempts; a != nil {
-		if blocked, _, err := a.Blocked(ctx, login, ip); err == nil && blocked {
+		var err error
+		if at, err = a.Begin(ctx, login, ip); err != nil {
+			c.cfg.Logger.Warn("console: sign-in attempts could not be counted", "error", err)
+		}
+		if at.Blocked {
 			again(http.StatusTooManyRequests, "Too many failed sign-ins; try again in a few minutes.")
 			return
 		}
@@ -87,13 +95,18 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	switch apperr.CodeOf(err) {
 	case "":
+		at.Succeeded(ctx) //nolint:errcheck // signed in either way
 	case apperr.Unauthorized, apperr.AuthMissing:
-		if a := c.deps.Attempts; a != nil {
-			a.Failed(ctx, login, ip) //nolint:errcheck // refused either way
-		}
+		// Counted by Begin.
 		again(http.StatusUnauthorized, "The login, API key or password is not right, or the account is disabled.")
 		return
+	case apperr.RateLimited:
+		at.Uncounted(ctx) //nolint:errcheck // nothing was checked
+		w.Header().Set("Retry-After", strconv.Itoa(int(account.PasswordCheckWait/time.Second)))
+		again(http.StatusTooManyRequests, "Too many sign-ins are being checked right now; try again in a few seconds.")
+		return
 	default:
+		at.Uncounted(ctx) //nolint:errcheck // nothing was checked
 		c.cfg.Logger.Error("console: sign-in", "error", err)
 		again(http.StatusInternalServerError, "Signing in failed on the server; try again.")
 		return

@@ -26,6 +26,14 @@
 // When all hosts fail, the most preferred temporary failure is returned if
 // there is one, else the last failure.
 //
+// Direct delivery never dials a non-public address (loopback, private,
+// link-local, metadata and the other ranges of internal/netguard), MX
+// hosts and implicit-MX addresses alike, unless Config.AllowPrivate: such
+// addresses are skipped, checked again on the socket about to connect (so
+// a name rebinding there fails too), and a host with no other address
+// fails permanently, "MX resolves to a non-public address" (guard.go).
+// Relays are the operator's choice and are not checked.
+//
 // # TLS policy
 //
 // Relays (the operator configured them, credentials travel to them):
@@ -63,6 +71,8 @@
 //
 // Send returns only *Error values; Classify turns any error into one (a
 // non-nil err never gives nil). Code is set only when a server replied.
+// Message never names the addresses and ports of a network error (it
+// reaches tenants); Err keeps them for the operator.
 //
 //	cause                                   Code  Enhanced  verdict    Stage
 //	4xx reply ("450 4.2.0 greylisted")      450   4.2.0     temporary  rcpt
@@ -80,6 +90,7 @@
 //	MX host without addresses               0     5.4.4     permanent  dns
 //	relay name without addresses            0     4.4.4     temporary  dns
 //	non-ASCII address, no SMTPUTF8          0     5.6.7     permanent  mail
+//	MX at non-public addresses only         0     5.4.4     permanent  connect
 //	invalid Route                           0     5.3.5     permanent  connect
 //	ctx canceled or past its deadline       0     4.4.7     temporary  any
 //	Transport closed (ErrClosed)            0     4.3.2     temporary  connect

@@ -107,7 +107,7 @@ func classify(err error, stage, host string) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	e = &Error{Temporary: true, Stage: stage, Host: host, Err: err, Message: err.Error()}
+	e = &Error{Temporary: true, Stage: stage, Host: host, Err: err, Message: describe(err)}
 	var (
 		se *smtp.SMTPError
 		de *dnsclient.Error

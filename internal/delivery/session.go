@@ -71,6 +71,12 @@ func (t *Transport) connect(ctx context.Context, tg target) (*session, *Error) {
 			return nil, e
 		}
 	}
+	if tg.mx && !t.cfg.AllowPrivate {
+		var refused []netip.Addr
+		if addrs, refused = publicOnly(addrs); len(addrs) == 0 {
+			return nil, nonPublicError(tg.host, refused)
+		}
+	}
 	var last *Error
 	for _, a := range addrs[:min(len(addrs), maxAddrs)] {
 		s, e := t.dial(ctx, tg, a, tg.mx)
@@ -90,7 +96,14 @@ func (t *Transport) connect(ctx context.Context, tg target) (*session, *Error) {
 
 // dial connects to addr and runs the greeting, EHLO, TLS and AUTH steps.
 func (t *Transport) dial(ctx context.Context, tg target, addr netip.Addr, tryTLS bool) (*session, *Error) {
-	nc, err := t.dialer.DialContext(ctx, "tcp", netip.AddrPortFrom(addr, uint16(tg.port)).String())
+	d := &t.dialer
+	if tg.mx {
+		d = &t.mxDialer
+	}
+	nc, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(addr, uint16(tg.port)).String())
+	if errors.Is(err, errNonPublic) {
+		return nil, nonPublicError(tg.host, []netip.Addr{addr})
+	}
 	if err != nil {
 		return nil, t.fail(ctx, err, StageConnect, tg.host)
 	}

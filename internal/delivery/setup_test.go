@@ -45,6 +45,7 @@ func setup(t testing.TB, sc smtptest.Config, mod ...func(*delivery.Config)) *fix
 		HeloName:       "postline.test",
 		DialTimeout:    2 * time.Second,
 		CommandTimeout: 10 * time.Second,
+		AllowPrivate:   true, // the sink is on loopback
 	}
 	for _, m := range mod {
 		m(&cfg)

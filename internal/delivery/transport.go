@@ -88,14 +88,20 @@ type Config struct {
 	// IdleTimeout is how long an idle connection is kept for reuse.
 	// Default 30s; negative disables reuse.
 	IdleTimeout time.Duration
+	// AllowPrivate lets direct delivery dial MX hosts (and implicit-MX
+	// addresses) at loopback, private, link-local and other non-public
+	// addresses (guard.go), for tests and simulated networks. The zero
+	// value refuses them. Relays are not affected.
+	AllowPrivate bool
 }
 
 // Transport sends messages over SMTP, keeping idle connections for reuse.
 // It is safe for concurrent use; share one per process and Close it at
 // shutdown.
 type Transport struct {
-	cfg    Config
-	dialer net.Dialer
+	cfg      Config
+	dialer   net.Dialer // relays
+	mxDialer net.Dialer // MX hosts: refuses non-public addresses unless AllowPrivate
 
 	mu     sync.Mutex
 	dests  map[string]*dest // pool key → connections to that destination
@@ -128,11 +134,16 @@ func New(cfg Config) (*Transport, error) {
 	cfg.CommandTimeout = cmp.Or(cfg.CommandTimeout, 5*time.Minute)
 	cfg.MaxConnsPerDest = cmp.Or(cfg.MaxConnsPerDest, 4)
 	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, 30*time.Second)
-	return &Transport{
-		cfg:    cfg,
-		dialer: net.Dialer{Timeout: cfg.DialTimeout},
-		dests:  make(map[string]*dest),
-	}, nil
+	t := &Transport{
+		cfg:      cfg,
+		dialer:   net.Dialer{Timeout: cfg.DialTimeout},
+		mxDialer: net.Dialer{Timeout: cfg.DialTimeout},
+		dests:    make(map[string]*dest),
+	}
+	if !cfg.AllowPrivate {
+		t.mxDialer.Control = refuseNonPublic
+	}
+	return t, nil
 }
 
 // Send hands msg (the complete message, CRLF line endings; bare LF is

@@ -73,15 +73,15 @@ func readKeyRequest(r *http.Request) (account.KeyOptions, error) {
 }
 
 // handleCreateKey makes a key for the caller's account. A limited key can
-// make keys only as limited as itself, so the keys scope is not a way out
-// of a key's other limits.
+// make keys only as limited as itself (account.Principal.ChildKey), so the
+// keys scope is not a way out of a key's other limits.
 func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request, p account.Principal) error {
 	o, err := readKeyRequest(r)
 	if err != nil {
 		return err
 	}
-	if !p.Covers(o) {
-		return apperr.Errorf(apperr.Forbidden, "This API key can only create keys with no more scopes and domains than its own")
+	if o, err = p.ChildKey(o); err != nil {
+		return err
 	}
 	return s.createKey(w, r, p.Login, o)
 }
@@ -98,13 +98,14 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, login string,
 }
 
 // handleRevokeKey revokes one of the caller's keys; another account's key
-// is a 404 like a missing one.
+// is a 404 like a missing one, a broader key than the caller's a 403 (the
+// caller's list shows it, so its existence is no secret).
 func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request, p account.Principal) error {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
 		return apperr.Errorf(apperr.NotFound, "API key not found")
 	}
-	if err := s.Accounts.RevokeOwnKey(r.Context(), p.AccountID, id); err != nil {
+	if err := s.Accounts.RevokeOwnKey(r.Context(), p, id); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": "The key is revoked."})

@@ -6,20 +6,39 @@ import (
 	"time"
 )
 
-// Attempts limits failed credential checks (SMTP AUTH, console sign-in)
-// per login and per client address. Only failures count, so a client that
-// authenticates correctly on every connection is never slowed down; a
-// guesser is stopped after PerLogin tries at one login or PerAddress tries
-// from one address, until the window passes.
+// Attempts limits credential checks (SMTP AUTH, console sign-in) per login
+// and per client address. An attempt is counted before its credentials
+// are checked, by one atomic increment, so that parallel guesses cannot
+// all pass a check made before any of them failed: at most PerLogin
+// guesses at one login, and PerAddress from one address, are ever
+// checked in a window. A success gives its slot back and clears the
+// login's failures, so a client that authenticates correctly on every
+// connection is never slowed down and a user who mistyped a few times is
+// not left one typo from a lock-out.
 type Attempts struct {
 	Limiter    *Limiter
-	PerLogin   int           // failures per login per window; 0 means 10
-	PerAddress int           // failures per client address per window; 0 means 50
+	PerLogin   int           // checked failures per login per window; 0 means 10
+	PerAddress int           // checked failures per client address per window; 0 means 50
 	Window     time.Duration // 0 means 15 minutes
 	// Prefix keeps one door's counts apart from another's when they must
 	// not share a budget ("" shares them: a guesser cannot move from the
 	// console to SMTP to get fresh tries).
 	Prefix string
+}
+
+// Attempt is one credential check, counted by Begin. Its zero value (from
+// a failed Begin) gives nothing back.
+type Attempt struct {
+	// Blocked says the login or the address has used up its attempts: the
+	// credentials must not even be checked, so a correct guess past the
+	// limit teaches nothing. Until is when the window ends.
+	Blocked bool
+	Until   time.Time
+
+	a           *Attempts
+	start       time.Time
+	login, addr string
+	counted     bool
 }
 
 func (a *Attempts) limits() (perLogin, perAddr int, window time.Duration) {
@@ -40,43 +59,83 @@ func (a *Attempts) keys(login, addr string) (string, string) {
 	return a.Prefix + "auth-login:" + strings.ToLower(login), a.Prefix + "auth-addr:" + addr
 }
 
-// Blocked reports whether login or addr has used up its failures in the
-// current window, and when that window ends. A blocked caller must not even
-// have its credentials checked, so a correct guess after the limit teaches
-// nothing.
-func (a *Attempts) Blocked(ctx context.Context, login, addr string) (bool, time.Time, error) {
+// Begin counts one attempt against login and addr before it is checked.
+// Unless the answer is Blocked, the caller checks the credentials and then
+// calls Succeeded, or Uncounted when nothing was checked after all; a
+// failure needs no call (it was counted here). An error means the counts
+// could not be read or written; the caller decides whether to check
+// anyway.
+func (a *Attempts) Begin(ctx context.Context, login, addr string) (Attempt, error) {
 	perLogin, perAddr, window := a.limits()
+	c := a.Limiter.counter
 	start := a.Limiter.now().Truncate(window)
 	lk, ak := a.keys(login, addr)
-	n, err := a.Limiter.counter.Get(ctx, ak, start)
-	if err != nil {
-		return false, time.Time{}, err
-	}
-	if n >= int64(perAddr) {
-		return true, start.Add(window), nil
+	blocked := Attempt{Blocked: true, Until: start.Add(window)}
+	// A read first: a flood at a blocked login or address costs no write.
+	if n, err := c.Get(ctx, ak, start); err != nil {
+		return Attempt{}, err
+	} else if n >= int64(perAddr) {
+		return blocked, nil
 	}
 	if login != "" {
-		if n, err = a.Limiter.counter.Get(ctx, lk, start); err != nil {
-			return false, time.Time{}, err
-		}
-		if n >= int64(perLogin) {
-			return true, start.Add(window), nil
+		if n, err := c.Get(ctx, lk, start); err != nil {
+			return Attempt{}, err
+		} else if n >= int64(perLogin) {
+			return blocked, nil
 		}
 	}
-	return false, time.Time{}, nil
+	n, err := c.Incr(ctx, ak, start, 1, window)
+	if err != nil {
+		return Attempt{}, err
+	}
+	if n > int64(perAddr) { // others took the last slots since the read
+		return blocked, c.Decr(ctx, ak, start)
+	}
+	if login != "" {
+		if n, err = c.Incr(ctx, lk, start, 1, window); err != nil {
+			c.Decr(ctx, ak, start) //nolint:errcheck // the error returned says more
+			return Attempt{}, err
+		}
+		if n > int64(perLogin) {
+			// Only checked attempts count: the address's slot goes back,
+			// the login's count past its limit changes nothing.
+			return blocked, c.Decr(ctx, ak, start)
+		}
+	}
+	return Attempt{a: a, start: start, login: login, addr: addr, counted: true}, nil
 }
 
-// Failed counts one failed attempt against login and addr.
-func (a *Attempts) Failed(ctx context.Context, login, addr string) error {
-	_, _, window := a.limits()
-	start := a.Limiter.now().Truncate(window)
-	lk, ak := a.keys(login, addr)
-	if _, err := a.Limiter.counter.Incr(ctx, ak, start, 1, window); err != nil {
-		return err
-	}
-	if login == "" {
+// Succeeded records that the attempt's credentials were right: the
+// address's slot is given back and the login's failures are cleared.
+func (t Attempt) Succeeded(ctx context.Context) error {
+	if !t.counted {
 		return nil
 	}
-	_, err := a.Limiter.counter.Incr(ctx, lk, start, 1, window)
-	return err
+	lk, ak := t.a.keys(t.login, t.addr)
+	c := t.a.Limiter.counter
+	if err := c.Decr(ctx, ak, t.start); err != nil {
+		return err
+	}
+	if t.login == "" {
+		return nil
+	}
+	return c.Reset(ctx, lk, t.start)
+}
+
+// Uncounted gives the attempt's slots back without clearing anything: its
+// credentials were not checked (the server was busy or failed), so it
+// teaches a guesser nothing and must not use up a user's tries.
+func (t Attempt) Uncounted(ctx context.Context) error {
+	if !t.counted {
+		return nil
+	}
+	lk, ak := t.a.keys(t.login, t.addr)
+	c := t.a.Limiter.counter
+	if err := c.Decr(ctx, ak, t.start); err != nil {
+		return err
+	}
+	if t.login == "" {
+		return nil
+	}
+	return c.Decr(ctx, lk, t.start)
 }

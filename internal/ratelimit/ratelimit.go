@@ -36,6 +36,11 @@ type Counter interface {
 	// Get returns the count of key in the window starting at windowStart
 	// without changing it (0 when there is none).
 	Get(ctx context.Context, key string, windowStart time.Time) (int64, error)
+	// Decr takes one back from the count of key in the window, never
+	// below zero (a count that is gone stays gone).
+	Decr(ctx context.Context, key string, windowStart time.Time) error
+	// Reset clears the count of key in the window.
+	Reset(ctx context.Context, key string, windowStart time.Time) error
 }
 
 // Limiter applies limits through a Counter.
@@ -134,4 +139,24 @@ func (m *Memory) Get(_ context.Context, key string, windowStart time.Time) (int6
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.counts[memKey{key, windowStart.UnixNano()}].n, nil
+}
+
+// Decr implements Counter.
+func (m *Memory) Decr(_ context.Context, key string, windowStart time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := memKey{key, windowStart.UnixNano()}
+	if c, ok := m.counts[k]; ok && c.n > 0 {
+		c.n--
+		m.counts[k] = c
+	}
+	return nil
+}
+
+// Reset implements Counter.
+func (m *Memory) Reset(_ context.Context, key string, windowStart time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.counts, memKey{key, windowStart.UnixNano()})
+	return nil
 }

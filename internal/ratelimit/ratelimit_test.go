@@ -102,39 +102,110 @@ func TestAttemptsCountOnlyFailures(t *testing.T) {
 			now := time.Date(2026, 11, 21, 10, 3, 0, 0, time.UTC)
 			a := &Attempts{Limiter: New(c, func() time.Time { return now }), PerLogin: 3, PerAddress: 5}
 			ctx := context.Background()
-			blocked := func(login, addr string) bool {
+			begin := func(login, addr string) Attempt {
 				t.Helper()
-				b, until, err := a.Blocked(ctx, login, addr)
+				at, err := a.Begin(ctx, login, addr)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if b && !until.Equal(time.Date(2026, 11, 21, 10, 15, 0, 0, time.UTC)) {
-					t.Fatalf("blocked until %v, want the end of the 15-minute window", until)
+				if at.Blocked && !at.Until.Equal(time.Date(2026, 11, 21, 10, 15, 0, 0, time.UTC)) {
+					t.Fatalf("blocked until %v, want the end of the 15-minute window", at.Until)
 				}
-				return b
+				return at
 			}
-			for i := 0; i < 3; i++ {
-				if blocked("Alice", "192.0.2.1") {
+			for i := 0; i < 3; i++ { // three failures: counted by Begin alone
+				if begin("Alice", "192.0.2.1").Blocked {
 					t.Fatalf("blocked after %d failures, limit 3", i)
 				}
-				if err := a.Failed(ctx, "alice", "192.0.2.1"); err != nil {
-					t.Fatal(err)
-				}
 			}
-			if !blocked("ALICE", "192.0.2.9") {
+			if !begin("ALICE", "192.0.2.9").Blocked {
 				t.Fatal("a login with 3 failures is not blocked from another address")
 			}
-			if blocked("bob", "192.0.2.1") {
+			if at := begin("bob", "192.0.2.1"); at.Blocked {
 				t.Fatal("3 failures from an address with a limit of 5 block another login")
+			} else if err := at.Uncounted(ctx); err != nil { // not checked after all
+				t.Fatal(err)
 			}
-			a.Failed(ctx, "carol", "192.0.2.1")
-			a.Failed(ctx, "dave", "192.0.2.1")
-			if !blocked("erin", "192.0.2.1") {
+			begin("carol", "192.0.2.1")
+			begin("dave", "192.0.2.1")
+			if !begin("erin", "192.0.2.1").Blocked {
 				t.Fatal("5 failures from one address do not block it")
 			}
 			now = now.Add(15 * time.Minute)
-			if blocked("alice", "192.0.2.1") {
+			if begin("alice", "192.0.2.1").Blocked {
 				t.Fatal("still blocked in the next window")
+			}
+		})
+	}
+}
+
+// TestAttemptsParallelGuesses: 150 guesses at one login at once are
+// checked at most the limit's number of times (each was let through by a
+// read made before the others failed, when the count came after).
+func TestAttemptsParallelGuesses(t *testing.T) {
+	t.Parallel()
+	for name, c := range counters(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			a := &Attempts{Limiter: New(c, nil), PerLogin: 10, PerAddress: 1000, Prefix: t.Name()}
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			checked := 0
+			for i := range 150 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					at, err := a.Begin(context.Background(), "victim", "192.0.2."+strconv.Itoa(i%200))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if !at.Blocked {
+						mu.Lock()
+						checked++
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			if checked != 10 {
+				t.Fatalf("%d of 150 parallel guesses were let through to be checked, want exactly 10", checked)
+			}
+		})
+	}
+}
+
+// TestAttemptsSuccessGivesBack: a success clears the login's failures and
+// gives the address its slot back, so a user who mistyped is not left one
+// typo from a lock-out and a client that signs in on every connection is
+// never blocked.
+func TestAttemptsSuccessGivesBack(t *testing.T) {
+	t.Parallel()
+	for name, c := range counters(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			a := &Attempts{Limiter: New(c, nil), PerLogin: 3, PerAddress: 100, Prefix: t.Name()}
+			ctx := context.Background()
+			for round := range 3 { // two failures then a success, three times
+				for i := range 3 {
+					at, err := a.Begin(ctx, "alice", "192.0.2.1")
+					if err != nil || at.Blocked {
+						t.Fatalf("round %d attempt %d: blocked=%v err=%v; want checked (limit 3, cleared by each success)", round, i, at.Blocked, err)
+					}
+					if i == 2 {
+						if err := at.Succeeded(ctx); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			}
+			a.PerAddress = 5
+			for i := range 20 { // every connection signs in: never blocked
+				at, err := a.Begin(ctx, "bob", "192.0.2.2")
+				if err != nil || at.Blocked {
+					t.Fatalf("success %d from one address: blocked=%v err=%v", i, at.Blocked, err)
+				}
+				at.Succeeded(ctx)
 			}
 		})
 	}

@@ -57,5 +57,26 @@ func (r *Redis) Get(ctx context.Context, key string, windowStart time.Time) (int
 	return n, nil
 }
 
+// decrScript takes one back without going below zero, in one step.
+var decrScript = redis.NewScript(`if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then return redis.call('DECR', KEYS[1]) end return 0`)
+
+// Decr implements Counter.
+func (r *Redis) Decr(ctx context.Context, key string, windowStart time.Time) error {
+	k := r.prefix + key + ":" + strconv.FormatInt(windowStart.Unix(), 10)
+	if err := decrScript.Run(ctx, r.client, []string{k}).Err(); err != nil && err != redis.Nil {
+		return fmt.Errorf("ratelimit: redis: %w", err)
+	}
+	return nil
+}
+
+// Reset implements Counter.
+func (r *Redis) Reset(ctx context.Context, key string, windowStart time.Time) error {
+	k := r.prefix + key + ":" + strconv.FormatInt(windowStart.Unix(), 10)
+	if err := r.client.Del(ctx, k).Err(); err != nil {
+		return fmt.Errorf("ratelimit: redis: %w", err)
+	}
+	return nil
+}
+
 // Close closes the client.
 func (r *Redis) Close() error { return r.client.Close() }

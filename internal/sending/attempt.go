@@ -92,6 +92,12 @@ func (w *Worker) record(ctx context.Context, d Delivery, transport string, res d
 		return
 	}
 	e := delivery.Classify(err)
+	if e.Code == 0 && e.Err != nil {
+		// The tenant's entry says the class of failure; the addresses and
+		// ports the cause names are the operator's to read.
+		w.cfg.Logger.Info("delivery attempt failed", "delivery", d.ID, "host", e.Host, "stage", e.Stage,
+			"temporary", e.Temporary, "error", e.Err)
+	}
 	details := map[string]any{"smtp_code": e.Code, "enhanced_code": e.Enhanced, "smtp_message": e.Message,
 		"mx_host": e.Host, "stage": e.Stage, "attempt": d.Attempts}
 	if e.Temporary {

@@ -28,11 +28,7 @@ func NewRateCounter(db *DB) *RateCounter { return &RateCounter{db: db} }
 // account; a count lost in a crash only lets a few requests through.
 func (c *RateCounter) Incr(ctx context.Context, key string, windowStart time.Time, by int64, expire time.Duration) (int64, error) {
 	var n int64
-	w := c.db.w
-	if c.db.relaxed != nil {
-		w = c.db.relaxed
-	}
-	err := w.QueryRowContext(ctx, `INSERT INTO rate_counters (key, window_start, count) VALUES ($1, $2, $3)
+	err := c.writer().QueryRowContext(ctx, `INSERT INTO rate_counters (key, window_start, count) VALUES ($1, $2, $3)
 		ON CONFLICT (key, window_start) DO UPDATE SET count = rate_counters.count + excluded.count RETURNING count`,
 		key, ms(windowStart), max(by, 1)).Scan(&n)
 	if err != nil {
@@ -54,6 +50,27 @@ func (c *RateCounter) Get(ctx context.Context, key string, windowStart time.Time
 		return 0, notFound(err, "rate counter")
 	}
 	return n, nil
+}
+
+// Decr implements ratelimit.Counter.
+func (c *RateCounter) Decr(ctx context.Context, key string, windowStart time.Time) error {
+	_, err := c.writer().ExecContext(ctx, `UPDATE rate_counters SET count = count - 1
+		WHERE key = $1 AND window_start = $2 AND count > 0`, key, ms(windowStart))
+	return notFound(err, "rate counter")
+}
+
+// Reset implements ratelimit.Counter.
+func (c *RateCounter) Reset(ctx context.Context, key string, windowStart time.Time) error {
+	_, err := c.writer().ExecContext(ctx, `DELETE FROM rate_counters WHERE key = $1 AND window_start = $2`, key, ms(windowStart))
+	return notFound(err, "rate counter")
+}
+
+// writer is the pool counts are written on (see Incr).
+func (c *RateCounter) writer() *sql.DB {
+	if c.db.relaxed != nil {
+		return c.db.relaxed
+	}
+	return c.db.w
 }
 
 // prune drops finished windows, at most once a minute per process. The

@@ -32,18 +32,22 @@ func (s Sessions) SessionByHash(ctx context.Context, idHash string) (account.Ses
 	var r account.SessionRecord
 	var key sql.NullInt64
 	var created, seen int64
-	var disabled, revoked sql.NullInt64
+	var disabled, revoked, expires sql.NullInt64
 	err := s.db.rd.QueryRowContext(ctx, `SELECT s.account_id, s.key_id, s.csrf, s.created_at, s.last_seen_at,
-		a.login, a.is_admin, a.disabled_at, k.revoked_at
+		a.login, a.is_admin, a.disabled_at, k.revoked_at, k.expires_at
 		FROM sessions s JOIN accounts a ON a.id = s.account_id LEFT JOIN api_keys k ON k.id = s.key_id
 		WHERE s.id_hash = $1`, idHash).Scan(&r.AccountID, &key, &r.CSRF, &created, &seen,
-		&r.Login, &r.Admin, &disabled, &revoked)
+		&r.Login, &r.Admin, &disabled, &revoked, &expires)
 	if err != nil {
 		return r, notFound(err, "session")
 	}
 	r.KeyID = key.Int64
 	r.CreatedAt, r.LastSeen = fromMS(created), fromMS(seen)
 	r.Disabled, r.KeyRevoked = disabled.Valid, revoked.Valid
+	if expires.Valid {
+		t := fromMS(expires.Int64)
+		r.ExpiresAt = &t
+	}
 	return r, nil
 }
 

@@ -168,6 +168,36 @@ func testRateCounter(t *testing.T, db *store.DB) {
 	if n, err := c.Get(ctx, "never", w); err != nil || n != 0 {
 		t.Fatalf("Get of an unknown key = %d, %v; want 0", n, err)
 	}
+	// Decr gives one back and never goes below zero; Reset clears.
+	for range 2 {
+		if err := c.Decr(ctx, "other", w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Decr(ctx, "never", w); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Get(ctx, "other", w); n != 0 {
+		t.Fatalf("1 less 2 = %d, want 0 (never below zero)", n)
+	}
+	if n, _ := c.Incr(ctx, "other", w, 1, time.Minute); n != 1 {
+		t.Fatalf("Incr after Decr to 0 = %d, want 1", n)
+	}
+	if err := c.Decr(ctx, "k", w); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Get(ctx, "k", w); n != 84 {
+		t.Fatalf("85 less 1 = %d, want 84", n)
+	}
+	if err := c.Reset(ctx, "k", w); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Get(ctx, "k", w); n != 0 {
+		t.Fatalf("after Reset = %d, want 0", n)
+	}
+	if n, _ := c.Get(ctx, "k", w.Add(time.Minute)); n != 1 {
+		t.Fatalf("Reset reached the next window: %d, want 1", n)
+	}
 }
 
 // testInTxPanic: a panic inside a transaction, once recovered, leaves no

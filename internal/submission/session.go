@@ -13,6 +13,7 @@ import (
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/tracking"
 )
@@ -54,15 +55,20 @@ func (ss *session) Auth(mech string) (sasl.Server, error) {
 }
 
 // authenticate checks login and API key like the API's Basic auth, after
-// the failed-attempt limits; a blocked login or address is not checked at
-// all, so a correct guess past the limit teaches nothing.
+// the attempt limits: the attempt is counted before the key is checked, so
+// parallel guesses cannot overrun them, and a blocked login or address is
+// not checked at all, so a correct guess past the limit teaches nothing.
 func (ss *session) authenticate(login, key string) error {
 	ctx, cancel := ss.ctx()
 	defer cancel()
 	log := ss.s.cfg.Logger.With("remote", ss.remote, "login", login)
+	var at ratelimit.Attempt
 	if a := ss.s.deps.Attempts; a != nil {
-		blocked, _, err := a.Blocked(ctx, login, ss.remote)
-		if err == nil && blocked {
+		var err error
+		if at, err = a.Begin(ctx, login, ss.remote); err != nil {
+			log.Warn("submission: AUTH attempts could not be counted", "error", err)
+		}
+		if at.Blocked {
 			ss.outcome = "auth_blocked"
 			log.Warn("submission: AUTH refused: too many failures")
 			return errAuthBlocked
@@ -71,14 +77,13 @@ func (ss *session) authenticate(login, key string) error {
 	p, err := ss.s.deps.Accounts.Authenticate(ctx, login, key)
 	switch apperr.CodeOf(err) {
 	case "":
+		at.Succeeded(ctx) //nolint:errcheck // authenticated either way
 	case apperr.Unauthorized, apperr.AuthMissing:
-		ss.outcome = "auth_failed"
-		if a := ss.s.deps.Attempts; a != nil {
-			a.Failed(ctx, login, ss.remote) //nolint:errcheck // the refusal stands either way
-		}
+		ss.outcome = "auth_failed" // counted by Begin
 		log.Info("submission: AUTH failed", "reason", apperr.CodeOf(err))
 		return errBadCredentials
 	default:
+		at.Uncounted(ctx) //nolint:errcheck // nothing was checked
 		log.Error("submission: AUTH could not be checked", "error", err)
 		return errTempFailure
 	}
