@@ -5,6 +5,12 @@
 // account's login and API key (AUTH PLAIN or LOGIN, after TLS), may send
 // only from the account's verified domains, and gets 250 only once the
 // message and its deliveries are committed.
+//
+// Every listener is bounded (internal/connlimit): connections at once and
+// per client address (421 past them), 30 s from connecting to AUTH, then
+// 5 minutes between commands, and sessions per account (454 at AUTH past
+// it); a message past a mebibyte waits on disk until its final dot
+// (internal/spool).
 package submission
 
 import (
