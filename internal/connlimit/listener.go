@@ -38,10 +38,13 @@ type Refusal struct {
 	Limit int
 }
 
+// RefuseTimeout bounds the answer to a refused connection (a TLS
+// handshake and a line).
+const RefuseTimeout = 5 * time.Second
+
 const (
-	refusing      = 64 // refusals answered at once; past it, closed without a word
-	RefuseTimeout = 5 * time.Second
-	logEvery      = time.Minute
+	refusing = 64 // refusals answered at once; past it, closed without a word
+	logEvery = time.Minute
 )
 
 // Listener is a bounded net.Listener.

@@ -86,8 +86,9 @@ func New(cfg Config, st tracking.Store, events *event.Service) *Server {
 	srv.Domain = cfg.Domain
 	srv.MaxMessageBytes = cfg.MaxMessageBytes
 	srv.MaxRecipients = cfg.MaxRecipients
-	// Reads are timed by the listener's conns (30 s to MAIL, then between
-	// commands), which go-smtp's one ReadTimeout cannot express.
+	// Reads are timed by the listener's conns (30 s to the first accepted
+	// recipient, then between commands), which go-smtp's one ReadTimeout
+	// cannot express.
 	srv.WriteTimeout = time.Minute
 	srv.EnableSMTPUTF8 = true
 	srv.ErrorLog = log.New(io.Discard, "", 0)
