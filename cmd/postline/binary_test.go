@@ -57,6 +57,7 @@ type server struct {
 	cmd  *exec.Cmd
 	addr string
 	out  *syncBuffer
+	errs *syncBuffer // stderr: the log
 	done chan error
 }
 
@@ -93,8 +94,16 @@ func (s *server) waitFor(t *testing.T, want string) string {
 
 func startServe(t *testing.T, env []string, args ...string) *server {
 	t.Helper()
+	return startServeUnder(t, nil, env, args...)
+}
+
+// startServeUnder is startServe with the binary run by a wrapper command
+// (sh -c '...; exec "$0" "$@"', say), which gets the binary and its
+// arguments after its own.
+func startServeUnder(t *testing.T, wrapper []string, env []string, args ...string) *server {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		s, clash := tryServe(t, env, args...)
+		s, clash := tryServe(t, wrapper, env, args...)
 		if s != nil {
 			return s
 		}
@@ -109,18 +118,19 @@ func startServe(t *testing.T, env []string, args ...string) *server {
 // tryServe starts serve on a fresh port and waits until it is ready. It
 // returns nil and whether the port was taken meanwhile when the process
 // exits first; other failures end the test.
-func tryServe(t *testing.T, env []string, args ...string) (*server, bool) {
+func tryServe(t *testing.T, wrapper []string, env []string, args ...string) (*server, bool) {
 	t.Helper()
 	bin, err := buildBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr}, args...)...)
+	argv := append(append(append([]string{}, wrapper...), bin, "serve", "--addr", addr), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr := &syncBuffer{}
 	cmd.Stderr = io.MultiWriter(stderr, &testWriter{t: t})
-	s := &server{cmd: cmd, addr: addr, out: &syncBuffer{}, done: make(chan error, 1)}
+	s := &server{cmd: cmd, addr: addr, out: &syncBuffer{}, errs: stderr, done: make(chan error, 1)}
 	cmd.Stdout = s.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -263,12 +263,14 @@ func (a *App) API() *httpapi.Server {
 		DB:       a.DB,
 		Logger:   a.Logger,
 		Registry: a.Registry,
+		SpoolDir: a.Config.SpoolDir(),
 	})
 }
 
 // Serve answers HTTP on ln until ctx is cancelled, then lets in-flight
 // requests finish for up to the configured shutdown timeout.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	a.sweepSpool()
 	stopEvents, err := a.startEventServices(ctx)
 	if err != nil {
 		return err
@@ -306,6 +308,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		}()
 	}
 	scheme := "http"
+	ln = a.boundHTTP(ln)
 	if a.Config.APITLS {
 		certs, err := tlscert.New(a.Config.TLSCert, a.Config.TLSKey)
 		if err != nil {

@@ -25,6 +25,16 @@ type Config struct {
 	SMTPListen  string // inbound SMTP for bounces; empty = off
 	// SMTPMaxBytes bounds a message to the inbound listener.
 	SMTPMaxBytes int64
+	// SMTPMaxConnections and SMTPMaxConnectionsPerIP bound each SMTP
+	// listener (inbound and both submission ones): connections open at
+	// once, and from one client address.
+	SMTPMaxConnections, SMTPMaxConnectionsPerIP int
+	// SMTPPreAuthTimeout is how long an SMTP client has from connecting to
+	// AUTH (submission) or MAIL (inbound); SMTPCommandTimeout is how long
+	// it may then stay silent between commands (RFC 5321 4.5.3.2.7).
+	SMTPPreAuthTimeout, SMTPCommandTimeout time.Duration
+	// HTTPMaxConnections bounds the API's listener.
+	HTTPMaxConnections int
 
 	RateValidationPerHour int    // per account, validation endpoints
 	RateDomainPerMinute   int    // per account, domain endpoints
@@ -76,6 +86,9 @@ type Config struct {
 	SubmissionMaxBytes                  int64
 	// SubmissionAllowPlainAuth offers AUTH before TLS (loopback only).
 	SubmissionAllowPlainAuth bool
+	// SubmissionSessionsPerAccount bounds the authenticated submission
+	// sessions one account holds open at once (in this process).
+	SubmissionSessionsPerAccount int
 	// AuthAttemptsPerLogin and AuthAttemptsPerAddress bound failed
 	// credential checks (SMTP AUTH, console sign-in) in 15 minutes.
 	AuthAttemptsPerLogin, AuthAttemptsPerAddress int
@@ -165,12 +178,17 @@ func (c Config) DatabaseLocation() string {
 // Default returns the configuration used when nothing is set.
 func Default() Config {
 	return Config{
-		Addr:                  "127.0.0.1:8025",
-		DataDir:               "./postline-data",
-		RateValidationPerHour: 1000,
-		RateDomainPerMinute:   120,
-		MXPort:                25,
-		SMTPMaxBytes:          10 << 20,
+		Addr:                    "127.0.0.1:8025",
+		DataDir:                 "./postline-data",
+		RateValidationPerHour:   1000,
+		RateDomainPerMinute:     120,
+		MXPort:                  25,
+		SMTPMaxBytes:            10 << 20,
+		SMTPMaxConnections:      1000,
+		SMTPMaxConnectionsPerIP: 20,
+		SMTPPreAuthTimeout:      30 * time.Second,
+		SMTPCommandTimeout:      5 * time.Minute,
+		HTTPMaxConnections:      2000,
 		RetrySchedule: []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute,
 			time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour},
 		MaxMessageAge:                24 * time.Hour,
@@ -194,6 +212,7 @@ func Default() Config {
 		Console:                      true,
 		ConsoleIdleTimeout:           12 * time.Hour,
 		SubmissionMaxBytes:           35 << 20,
+		SubmissionSessionsPerAccount: 20,
 
 		AuthAttemptsPerLogin:     10,
 		AuthAttemptsPerAddress:   50,
@@ -213,6 +232,10 @@ func (c Config) Database() string {
 	}
 	return "sqlite:" + filepath.Join(c.DataDir, "postline.db")
 }
+
+// SpoolDir holds the temporary files of messages and uploads larger than
+// a mebibyte while they arrive (internal/spool).
+func (c Config) SpoolDir() string { return filepath.Join(c.DataDir, "spool") }
 
 // IsPostgres reports whether the database is PostgreSQL.
 func (c Config) IsPostgres() bool {
@@ -304,6 +327,21 @@ func (c Config) Validate() error {
 	if c.SMTPMaxBytes < 1024 || c.SMTPMaxBytes > 100<<20 {
 		bad("smtp-max-bytes", "must be between 1024 and 104857600, got %d", c.SMTPMaxBytes)
 	}
+	if c.SMTPMaxConnections < 1 {
+		bad("smtp-max-connections", "must be at least 1, got %d", c.SMTPMaxConnections)
+	}
+	if c.SMTPMaxConnectionsPerIP < 1 {
+		bad("smtp-max-connections-per-ip", "must be at least 1, got %d", c.SMTPMaxConnectionsPerIP)
+	}
+	if c.SMTPPreAuthTimeout < 100*time.Millisecond || c.SMTPPreAuthTimeout > 10*time.Minute {
+		bad("smtp-pre-auth-timeout", "must be between 100ms and 10m, got %s", c.SMTPPreAuthTimeout)
+	}
+	if c.SMTPCommandTimeout < 100*time.Millisecond || c.SMTPCommandTimeout > time.Hour {
+		bad("smtp-command-timeout", "must be between 100ms and 1h, got %s", c.SMTPCommandTimeout)
+	}
+	if c.HTTPMaxConnections < 16 {
+		bad("http-max-connections", "must be at least 16, got %d", c.HTTPMaxConnections)
+	}
 	if c.DeliveryWorkers < 1 || c.DeliveryWorkers > 1000 {
 		bad("delivery-workers", "must be 1..1000, got %d", c.DeliveryWorkers)
 	}
@@ -337,6 +375,9 @@ func (c Config) Validate() error {
 	}
 	if c.SubmissionMaxBytes < 1024 {
 		bad("submission-max-bytes", "must be at least 1024, got %d", c.SubmissionMaxBytes)
+	}
+	if c.SubmissionSessionsPerAccount < 1 {
+		bad("submission-sessions-per-account", "must be at least 1, got %d", c.SubmissionSessionsPerAccount)
 	}
 	if c.AuthAttemptsPerLogin < 1 || c.AuthAttemptsPerAddress < 1 {
 		bad("auth-attempts-per-login", "the failed-attempt limits must be at least 1")

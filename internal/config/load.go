@@ -33,6 +33,16 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.StringVar(&cfg.DNSServer, "dns-server", "", "`host:port` of the resolver for every DNS lookup (default the system's)")
 	fs.StringVar(&cfg.SMTPListen, "smtp-listen", "", "inbound SMTP listen `host:port` for bounces (off when empty)")
 	fs.Int64Var(&cfg.SMTPMaxBytes, "smtp-max-bytes", cfg.SMTPMaxBytes, "largest message the inbound SMTP listener accepts, in bytes")
+	fs.IntVar(&cfg.SMTPMaxConnections, "smtp-max-connections", cfg.SMTPMaxConnections,
+		"connections each SMTP listener (inbound, submission) holds open at once; past it 421 4.3.2")
+	fs.IntVar(&cfg.SMTPMaxConnectionsPerIP, "smtp-max-connections-per-ip", cfg.SMTPMaxConnectionsPerIP,
+		"connections one client address may hold open to each SMTP listener; past it 421 4.7.0")
+	fs.DurationVar(&cfg.SMTPPreAuthTimeout, "smtp-pre-auth-timeout", cfg.SMTPPreAuthTimeout,
+		"how long an SMTP client has from connecting to AUTH (submission) or MAIL (inbound) before it is disconnected")
+	fs.DurationVar(&cfg.SMTPCommandTimeout, "smtp-command-timeout", cfg.SMTPCommandTimeout,
+		"how long an SMTP client past AUTH (submission) or MAIL (inbound) may stay silent")
+	fs.IntVar(&cfg.HTTPMaxConnections, "http-max-connections", cfg.HTTPMaxConnections,
+		"connections the HTTP listener holds open at once; past it new ones are closed at once")
 	fs.IntVar(&cfg.RateValidationPerHour, "rate-validation-per-hour", cfg.RateValidationPerHour, "validation requests per account per hour")
 	fs.IntVar(&cfg.RateDomainPerMinute, "rate-domain-per-minute", cfg.RateDomainPerMinute, "domain endpoint requests per account per minute")
 	fs.StringVar(&cfg.RateStore, "rate-store", "", "rate-limit counters: memory, database or redis (default memory on SQLite, database on PostgreSQL)")
@@ -81,6 +91,8 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.StringVar(&cfg.SubmissionListen, "submission-listen", "", "SMTP submission listen `host:port` with STARTTLS, e.g. :587 (off when empty)")
 	fs.StringVar(&cfg.SubmissionsListen, "submissions-listen", "", "SMTP submission listen `host:port` with implicit TLS, e.g. :465 (off when empty)")
 	fs.Int64Var(&cfg.SubmissionMaxBytes, "submission-max-bytes", cfg.SubmissionMaxBytes, "largest message SMTP submission accepts (SIZE), in bytes")
+	fs.IntVar(&cfg.SubmissionSessionsPerAccount, "submission-sessions-per-account", cfg.SubmissionSessionsPerAccount,
+		"authenticated SMTP submission sessions one account may hold open at once (per process); past it AUTH answers 454 4.7.0")
 	fs.BoolVar(&cfg.SubmissionAllowPlainAuth, "submission-allow-plain-auth", false, "offer AUTH before TLS on loopback submission listeners (tests)")
 	fs.IntVar(&cfg.AuthAttemptsPerLogin, "auth-attempts-per-login", cfg.AuthAttemptsPerLogin, "failed SMTP AUTH attempts per login in 15 minutes before it is refused")
 	fs.IntVar(&cfg.AuthAttemptsPerAddress, "auth-attempts-per-address", cfg.AuthAttemptsPerAddress, "failed SMTP AUTH attempts per client address in 15 minutes before it is refused")

@@ -3,6 +3,7 @@ package console
 import (
 	"crypto/subtle"
 	"errors"
+	"mime"
 	"net/http"
 	"net/url"
 
@@ -72,6 +73,9 @@ func (c *Console) page(fn pageFunc) http.Handler {
 // from another origin.
 var errForbidden = errors.New("forbidden")
 
+// maxFormMemory is how much of an uploaded file a form keeps in memory.
+const maxFormMemory = 1 << 20
+
 // form serves a POST from a signed-in page: same origin, right CSRF token.
 func (c *Console) form(fn pageFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -79,6 +83,12 @@ func (c *Console) form(fn pageFunc) http.Handler {
 		if !ok {
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return
+		}
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+			// Files past a mebibyte wait in temporary files (net/http
+			// removes them after the request), not in memory: the form's
+			// default keeps 32 MiB of an unfinished upload on the heap.
+			r.ParseMultipartForm(maxFormMemory) //nolint:errcheck // a bad form fails the CSRF check below
 		}
 		if !sameOrigin(r) || !validCSRF(r, s.CSRF) {
 			c.render(w, http.StatusForbidden, "notfound", view{Title: "Forbidden", Session: &s,

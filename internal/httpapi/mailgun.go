@@ -116,7 +116,7 @@ func (s *Server) handleMailgunSend(w http.ResponseWriter, r *http.Request, p acc
 	if err != nil {
 		return err
 	}
-	form, files, err := readMailgunForm(r, s.Sending.Limits().MaxAttachmentBytes)
+	form, files, err := readMailgunForm(r, s.Sending.Limits().MaxAttachmentBytes, s.SpoolDir)
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (s *Server) handleMailgunSend(w http.ResponseWriter, r *http.Request, p acc
 
 // readMailgunForm reads a multipart or urlencoded body: values by name,
 // and the attachment files.
-func readMailgunForm(r *http.Request, maxFile int64) (url.Values, []sending.Attachment, error) {
+func readMailgunForm(r *http.Request, maxFile int64, spoolDir string) (url.Values, []sending.Attachment, error) {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch mt {
 	case "application/x-www-form-urlencoded":
@@ -176,7 +176,7 @@ func readMailgunForm(r *http.Request, maxFile int64) (url.Values, []sending.Atta
 				form.Add(name, part.FileName()) // refused by mailgunRequest, naming it
 				continue
 			}
-			data, err := readLimited(part, fmt.Sprintf("attachments.%d", len(files)), maxFile)
+			data, err := readLimited(part, fmt.Sprintf("attachments.%d", len(files)), maxFile, spoolDir)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -187,7 +187,7 @@ func readMailgunForm(r *http.Request, maxFile int64) (url.Values, []sending.Atta
 			files = append(files, f)
 			continue
 		}
-		data, err := readLimited(part, name, fieldLimit(name))
+		data, err := readLimited(part, name, fieldLimit(name), spoolDir)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -404,7 +404,7 @@ func (s *Server) handleMailgunMIME(w http.ResponseWriter, r *http.Request, p acc
 	if err != nil {
 		return err
 	}
-	form, raw, err := readMIMEForm(r)
+	form, raw, err := readMIMEForm(r, s.SpoolDir)
 	if err != nil {
 		return err
 	}
@@ -468,7 +468,7 @@ func (s *Server) handleMailgunMIME(w http.ResponseWriter, r *http.Request, p acc
 
 // readMIMEForm reads the multipart body of messages.mime: the message
 // part (a file or a field) and the other values.
-func readMIMEForm(r *http.Request) (url.Values, []byte, error) {
+func readMIMEForm(r *http.Request, spoolDir string) (url.Values, []byte, error) {
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return nil, nil, apperr.Field("body", "The request must be multipart/form-data with a message part.")
@@ -491,7 +491,7 @@ func readMIMEForm(r *http.Request) (url.Values, []byte, error) {
 		if name == "message" {
 			limit = maxSendBody
 		}
-		data, err := readLimited(part, name, limit)
+		data, err := readLimited(part, name, limit, spoolDir)
 		if err != nil {
 			return nil, nil, err
 		}

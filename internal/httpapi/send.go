@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/sending"
+	"github.com/postline/postline/internal/spool"
 )
 
 // Size bounds of the send endpoint's parts. Attachments have their own
@@ -59,7 +59,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, p account.Pr
 			return err
 		}
 	}
-	req, err := readSendForm(r, s.Sending.Limits().MaxAttachmentBytes)
+	req, err := readSendForm(r, s.Sending.Limits().MaxAttachmentBytes, s.SpoolDir)
 	var acc sending.Accepted
 	if err == nil {
 		acc, err = s.Sending.Accept(r.Context(), d, p.AccountID, req)
@@ -89,8 +89,9 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, p account.Pr
 }
 
 // readSendForm streams the multipart body part by part, bounding each, so
-// that a large request never sits in memory twice.
-func readSendForm(r *http.Request, maxFile int64) (sending.Request, error) {
+// that a large request never sits in memory twice; a part past a mebibyte
+// waits in spoolDir until it has all arrived.
+func readSendForm(r *http.Request, maxFile int64, spoolDir string) (sending.Request, error) {
 	var req sending.Request
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "multipart/form-data" {
@@ -108,7 +109,7 @@ func readSendForm(r *http.Request, maxFile int64) (sending.Request, error) {
 		if err != nil {
 			return req, tooLargeOr(err, apperr.Field("body", "The multipart body is malformed."))
 		}
-		if err := readPart(&req, part, n, maxFile); err != nil {
+		if err := readPart(&req, part, n, maxFile, spoolDir); err != nil {
 			return req, err
 		}
 	}
@@ -133,7 +134,7 @@ func partName(part *multipart.Part, n int) (string, error) {
 	return part.FormName(), nil
 }
 
-func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64) error {
+func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64, spoolDir string) error {
 	formName, err := partName(part, n)
 	if err != nil {
 		return err
@@ -152,7 +153,7 @@ func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64) 
 			return apperr.Field(name, "Files are accepted only in the attachments part.")
 		}
 		i := len(req.Attachments)
-		data, err := readLimited(part, fmt.Sprintf("attachments.%d", i), maxFile)
+		data, err := readLimited(part, fmt.Sprintf("attachments.%d", i), maxFile, spoolDir)
 		if err != nil {
 			return err
 		}
@@ -163,7 +164,7 @@ func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64) 
 		return apperr.Field(name, fmt.Sprintf("Unknown field %q: the fields are from, from_name, to, cc, bcc, subject, text, html, "+
 			"headers, reply_to, tags, attachment_options, template, template_version, variables, recipient_variables, deliver_at and attachments.", name))
 	}
-	data, err := readLimited(part, name, fieldLimit(name))
+	data, err := readLimited(part, name, fieldLimit(name), spoolDir)
 	if err != nil {
 		return err
 	}
@@ -207,16 +208,21 @@ func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64) 
 	return nil
 }
 
-func readLimited(r io.Reader, field string, limit int64) ([]byte, error) {
-	var buf bytes.Buffer
-	n, err := io.Copy(&buf, io.LimitReader(r, limit+1))
+// readLimited reads a part of at most limit bytes. Past a mebibyte it
+// waits in spoolDir (internal/spool) until the part has all arrived, so
+// that an upload that never finishes costs disk, not memory.
+func readLimited(r io.Reader, field string, limit int64, spoolDir string) ([]byte, error) {
+	data, err := spool.ReadAll(io.LimitReader(r, limit+1), spoolDir)
+	if errors.Is(err, spool.ErrWrite) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, tooLargeOr(err, apperr.Field("body", "The multipart body is malformed."))
 	}
-	if n > limit {
+	if int64(len(data)) > limit {
 		return nil, apperr.Field(field, fmt.Sprintf("The %s part must not be larger than %d bytes.", field, limit))
 	}
-	return buf.Bytes(), nil
+	return data, nil
 }
 
 func sendAnswer(acc sending.Accepted) map[string]any {

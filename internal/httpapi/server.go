@@ -72,6 +72,9 @@ type Deps struct {
 	// Console serves the web console for paths outside /api/ and /t/ (nil:
 	// those are 404 like any unknown path).
 	Console http.Handler
+	// SpoolDir receives multipart parts past a mebibyte while they arrive
+	// (default the system's temporary directory).
+	SpoolDir string
 }
 
 // Server is the HTTP API.

@@ -7,7 +7,11 @@
 // when its local part carries a valid MAC for a delivery that exists, so
 // it relays nothing and accepts nothing for made-up addresses (550 5.1.1).
 // Messages are limited in size (552 5.3.4 beyond), recipients per message
-// are limited, and there is no AUTH.
+// are limited, and there is no AUTH. The listener is bounded like every
+// SMTP door (internal/connlimit): connections at once and per client
+// address (421 past them), 30 s from connecting to the first accepted
+// recipient, then 5 minutes between commands; a message past a mebibyte
+// waits on disk until its final dot (internal/spool).
 //
 // What each report does (internal/bounce classifies it):
 //

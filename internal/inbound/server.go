@@ -14,6 +14,7 @@ import (
 	"github.com/emersion/go-smtp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/postline/postline/internal/connlimit"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/tracking"
 )
@@ -31,6 +32,14 @@ type Config struct {
 	Now    func() time.Time
 	// Registerer receives the listener's counters; nil keeps them private.
 	Registerer prometheus.Registerer
+	// Conns bounds the listener: connections at once, per client address,
+	// and silence (Timeouts.First runs from connecting to the first
+	// accepted recipient, Idle after it). Zero values take connlimit's
+	// SMTP defaults.
+	Conns connlimit.Config
+	// SpoolDir receives messages past a mebibyte while they arrive
+	// (default the system's temporary directory).
+	SpoolDir string
 }
 
 // Server is a running inbound SMTP listener.
@@ -72,13 +81,15 @@ func New(cfg Config, st tracking.Store, events *event.Service) *Server {
 		cfg.Registerer.Register(s.messages) //nolint:errcheck // registered once per process
 	}
 	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
-		return &session{s: s, remote: remoteIP(c)}, nil
+		return &session{s: s, remote: remoteIP(c), conn: connlimit.Of(c.Conn())}, nil
 	}))
 	srv.Domain = cfg.Domain
 	srv.MaxMessageBytes = cfg.MaxMessageBytes
 	srv.MaxRecipients = cfg.MaxRecipients
-	srv.ReadTimeout = 2 * time.Minute
-	srv.WriteTimeout = 2 * time.Minute
+	// Reads are timed by the listener's conns (30 s to the first accepted
+	// recipient, then between commands), which go-smtp's one ReadTimeout
+	// cannot express.
+	srv.WriteTimeout = time.Minute
 	srv.EnableSMTPUTF8 = true
 	srv.ErrorLog = log.New(io.Discard, "", 0)
 	s.srv = srv
@@ -92,6 +103,9 @@ func (s *Server) Listen(addr string) error {
 	if err != nil {
 		return fmt.Errorf("inbound SMTP: %w", err)
 	}
+	conns := connlimit.SMTP(s.cfg.Conns, nil)
+	conns.Name, conns.Logger = "smtp", s.cfg.Logger
+	ln = connlimit.New(ln, conns)
 	s.ln = ln
 	go func() {
 		defer close(s.done)

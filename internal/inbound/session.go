@@ -1,6 +1,7 @@
 package inbound
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/bounce"
+	"github.com/postline/postline/internal/connlimit"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/sending"
+	"github.com/postline/postline/internal/spool"
 	"github.com/postline/postline/internal/suppression"
 	"github.com/postline/postline/internal/tracking"
 )
@@ -26,6 +29,7 @@ type rcpt struct {
 type session struct {
 	s      *Server
 	remote string
+	conn   *connlimit.Conn // nil when not from a bounded listener
 	from   string
 	rcpts  []rcpt
 }
@@ -79,6 +83,10 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 		}
 	}
 	ss.rcpts = append(ss.rcpts, rcpt{target: t, unsubscribe: unsub})
+	// A real report is under way: the sender may now take the time RFC
+	// 5321 gives between commands. A client that names no delivery of
+	// ours stays within the pre-MAIL bound.
+	ss.conn.Promote()
 	return nil
 }
 
@@ -86,7 +94,15 @@ func (ss *session) Data(r io.Reader) error {
 	if len(ss.rcpts) == 0 {
 		return errNeedRcpt
 	}
-	reports, err := bounce.Parse(r, ss.s.cfg.MaxMessageBytes)
+	raw, err := spool.ReadAll(r, ss.s.cfg.SpoolDir) // an unfinished message waits on disk, not in memory
+	if errors.Is(err, spool.ErrWrite) {
+		ss.s.cfg.Logger.Error("inbound: spooling a message", "error", err)
+		return errTryLater
+	}
+	var reports []bounce.Report
+	if err == nil {
+		reports, err = bounce.Parse(bytes.NewReader(raw), ss.s.cfg.MaxMessageBytes)
+	}
 	if errors.Is(err, bounce.ErrTooLarge) || errors.Is(err, smtp.ErrDataTooLarge) {
 		ss.s.count("too_large")
 		return smtp.ErrDataTooLarge

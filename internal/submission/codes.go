@@ -44,3 +44,8 @@ func itoa(n int) string {
 	}
 	return string(b[i:])
 }
+
+func tooManySessions(limit int) *smtp.SMTPError {
+	return &smtp.SMTPError{Code: 454, EnhancedCode: smtp.EnhancedCode{4, 7, 0},
+		Message: "Too many sessions open for this account (at most " + itoa(limit) + " at once); close one and try again"}
+}

@@ -5,13 +5,18 @@
 // account's login and API key (AUTH PLAIN or LOGIN, after TLS), may send
 // only from the account's verified domains, and gets 250 only once the
 // message and its deliveries are committed.
+//
+// Every listener is bounded (internal/connlimit): connections at once and
+// per client address (421 past them), 30 s from connecting to AUTH, then
+// 5 minutes between commands, and sessions per account (454 at AUTH past
+// it); a message past a mebibyte waits on disk until its final dot
+// (internal/spool).
 package submission
 
 import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -23,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/connlimit"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/sending"
@@ -45,6 +51,16 @@ type Config struct {
 	// DomainPerMinute is the account's budget shared with the API's domain
 	// endpoints (--rate-domain-per-minute): one message counts as one send.
 	DomainPerMinute int
+	// Conns bounds each listener: connections at once, per client address,
+	// and silence (Timeouts.First runs from connecting to a successful
+	// AUTH, Idle after it). Zero values take connlimit's SMTP defaults.
+	Conns connlimit.Config
+	// SessionsPerAccount bounds the authenticated sessions one account
+	// holds at once; default 20.
+	SessionsPerAccount int
+	// SpoolDir receives messages past a mebibyte while they arrive
+	// (default the system's temporary directory).
+	SpoolDir string
 }
 
 // Authenticator checks a login and API key (account.Service).
@@ -83,6 +99,7 @@ type Server struct {
 	servers  []*smtp.Server
 	addrs    map[bool]string // implicit TLS → listen address
 	stopping bool
+	held     map[int64]int // account → authenticated sessions open
 }
 
 // New returns a Server; Listen starts listeners.
@@ -96,19 +113,22 @@ func New(cfg Config, deps Deps) *Server {
 	if cfg.MaxRecipients <= 0 {
 		cfg.MaxRecipients = 1000
 	}
+	if cfg.SessionsPerAccount <= 0 {
+		cfg.SessionsPerAccount = 20
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, deps: deps, addrs: map[bool]string{},
+	s := &Server{cfg: cfg, deps: deps, addrs: map[bool]string{}, held: map[int64]int{},
 		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "postline_submission_sessions_total",
-			Help: "SMTP submission sessions by outcome: authenticated, auth_failed, auth_blocked, unauthenticated."}, []string{"outcome"}),
+			Help: "SMTP submission sessions by outcome: authenticated, auth_failed, auth_blocked, session_limit, unauthenticated."}, []string{"outcome"}),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "postline_submission_messages_total",
 			Help: "Messages submitted over SMTP by outcome: accepted, refused (sender or content), rate_limited, temporary_failure."}, []string{"outcome"}),
 	}
-	for _, o := range []string{"authenticated", "auth_failed", "auth_blocked", "unauthenticated"} {
+	for _, o := range []string{"authenticated", "auth_failed", "auth_blocked", "session_limit", "unauthenticated"} {
 		s.sessions.WithLabelValues(o)
 	}
 	for _, o := range []string{"accepted", "refused", "rate_limited", "temporary_failure"} {
@@ -135,18 +155,20 @@ func (s *Server) Listen(addr string, implicitTLS bool) error {
 			return nil, errShuttingDown
 		}
 		_, isTLS := c.TLSConnectionState()
-		return &session{s: s, remote: remoteIP(c.Conn()), tls: isTLS || implicitTLS}, nil
+		return &session{s: s, remote: remoteIP(c.Conn()), tls: isTLS || implicitTLS, conn: connlimit.Of(c.Conn())}, nil
 	}))
 	srv.Domain = s.cfg.Hostname
 	srv.MaxMessageBytes = s.cfg.MaxMessageBytes
 	srv.MaxRecipients = s.cfg.MaxRecipients
-	srv.ReadTimeout, srv.WriteTimeout = 5*time.Minute, 5*time.Minute
+	// Reads are timed by the listener's conns (30 s to AUTH, then between
+	// commands), which go-smtp's one ReadTimeout cannot express.
+	srv.WriteTimeout = time.Minute
 	srv.AllowInsecureAuth = s.cfg.AllowInsecureAuth
 	srv.EnableSMTPUTF8 = true
 	srv.ErrorLog = log.New(io.Discard, "", 0)
-	ln, err := net.Listen("tcp", addr)
+	ln, err := s.listen(addr, implicitTLS)
 	if err != nil {
-		return fmt.Errorf("submission: %w", err)
+		return err
 	}
 	if implicitTLS {
 		ln = tls.NewListener(ln, s.cfg.TLS)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/connlimit"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/sending"
@@ -23,7 +24,9 @@ type session struct {
 	s         *Server
 	remote    string
 	tls       bool
+	conn      *connlimit.Conn // nil when not from a bounded listener
 	principal *account.Principal
+	held      bool   // counted against the account's sessions
 	outcome   string // counted at Logout
 	domains   []domain.Domain
 	from      string
@@ -103,7 +106,13 @@ func (ss *session) authenticate(login, key string) error {
 			doms = append(doms, d)
 		}
 	}
-	ss.principal, ss.domains, ss.outcome = &p, doms, "authenticated"
+	if !ss.s.hold(p.AccountID) {
+		ss.outcome = "session_limit"
+		log.Warn("submission: AUTH refused: the account holds its most sessions", "limit", ss.s.cfg.SessionsPerAccount)
+		return tooManySessions(ss.s.cfg.SessionsPerAccount)
+	}
+	ss.principal, ss.domains, ss.outcome, ss.held = &p, doms, "authenticated", true
+	ss.conn.Promote()
 	return nil
 }
 
@@ -161,9 +170,9 @@ func (ss *session) Data(r io.Reader) error {
 	if ss.principal == nil {
 		return errAuthRequired
 	}
-	raw, err := io.ReadAll(r)
+	raw, err := ss.s.receive(r)
 	if err != nil {
-		return err // go-smtp answers 552 for a message over SIZE
+		return err
 	}
 	ctx, cancel := ss.ctx()
 	defer cancel()
@@ -245,5 +254,9 @@ func (ss *session) Logout() error {
 		outcome = "unauthenticated"
 	}
 	ss.s.sessions.WithLabelValues(outcome).Inc()
+	if ss.held {
+		ss.s.release(ss.principal.AccountID)
+		ss.held = false
+	}
 	return nil
 }

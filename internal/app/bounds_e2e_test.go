@@ -1,0 +1,228 @@
+package app_test
+
+import (
+	"bufio"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"net/smtp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/postline/postline/internal/config"
+	"github.com/postline/postline/internal/store"
+)
+
+// smtpPort is one of the three SMTP doors.
+type smtpPort struct {
+	name     string
+	addr     string
+	implicit bool // TLS from the first byte
+}
+
+func smtpPorts(e *sendEnv) []smtpPort {
+	return []smtpPort{{"inbound", e.App.Inbound.Addr(), false}, {"submission", e.App.Submission.Addr(false), false},
+		{"submissions", e.App.Submission.Addr(true), true}}
+}
+
+// rawSMTP connects and reads the greeting line; the reader goes on after it.
+func rawSMTP(t *testing.T, p smtpPort) (net.Conn, *bufio.Reader, string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", p.addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v", p.name, err)
+	}
+	if p.implicit {
+		c = tls.Client(c, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the server's self-signed loopback certificate
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c)
+	line, _ := r.ReadString('\n')
+	return c, r, strings.TrimSpace(line)
+}
+
+// readyWithin fails unless GET /readyz answers 200 within d.
+func readyWithin(t *testing.T, url string, d time.Duration) {
+	t.Helper()
+	client := &http.Client{Timeout: d, Transport: &http.Transport{DisableKeepAlives: true}}
+	start := time.Now()
+	resp, err := client.Get(url + "/readyz")
+	if err != nil {
+		t.Fatalf("/readyz: %v after %s", err, time.Since(start))
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/readyz: %d", resp.StatusCode)
+	}
+}
+
+// closedWithin reads until the server closes c and returns what it said
+// last and how long it took; it fails if c stays open past limit.
+func closedWithin(t *testing.T, c net.Conn, r *bufio.Reader, limit time.Duration) (string, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	c.SetReadDeadline(start.Add(limit))
+	var last string
+	for {
+		line, err := r.ReadString('\n')
+		if line != "" {
+			last = strings.TrimSpace(line)
+		}
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatalf("connection still open after %s (last line %q)", limit, last)
+			}
+			return last, time.Since(start)
+		}
+	}
+}
+
+// Every SMTP door holds at most --smtp-max-connections-per-ip connections
+// from one address (the next one reads 421 4.7.0 and is closed), the API
+// answers meanwhile, and a client that does not authenticate (or, on the
+// inbound port, name a delivery) within --smtp-pre-auth-timeout is cut.
+func TestSMTPListenersBoundPerAddressAndPreAuthTime(t *testing.T) {
+	t.Parallel()
+	const perIP, preAuth = 4, 1500 * time.Millisecond
+	e := startSubmission(t, store.SQLite, func(c *config.Config) {
+		c.SMTPListen = "127.0.0.1:0"
+		c.SMTPMaxConnectionsPerIP, c.SMTPPreAuthTimeout, c.SMTPCommandTimeout = perIP, preAuth, time.Minute
+	})
+	type held struct {
+		c net.Conn
+		r *bufio.Reader
+	}
+	var idle []held
+	firstOpened := time.Now()
+	for _, p := range smtpPorts(e) {
+		for i := range perIP {
+			c, r, greeting := rawSMTP(t, p)
+			if !strings.HasPrefix(greeting, "220 ") {
+				t.Fatalf("%s connection %d: greeting %q, want 220", p.name, i+1, greeting)
+			}
+			idle = append(idle, held{c, r})
+		}
+		c, r, greeting := rawSMTP(t, p)
+		want := "421 4.7.0 Too many connections from your address (at most 4 at once); close one and try again later"
+		if greeting != want {
+			t.Fatalf("%s connection %d: %q, want %q", p.name, perIP+1, greeting, want)
+		}
+		if last, _ := closedWithin(t, c, r, 2*time.Second); last != "" {
+			t.Fatalf("%s: the refused connection said %q after its 421", p.name, last)
+		}
+		readyWithin(t, e.URL, time.Second)
+	}
+	for i, h := range idle {
+		last, _ := closedWithin(t, h.c, h.r, preAuth+3*time.Second)
+		if !strings.HasPrefix(last, "421 4.4.2") {
+			t.Errorf("an idle client was closed with %q, want 421 4.4.2 (idle timeout)", last)
+		}
+		if took := time.Since(firstOpened); i == 0 && took < preAuth-100*time.Millisecond {
+			t.Fatalf("the first idle client was closed %s after connecting, before the %s pre-auth timeout", took, preAuth)
+		}
+	}
+	for _, p := range smtpPorts(e) { // their places came back
+		if _, _, greeting := rawSMTP(t, p); !strings.HasPrefix(greeting, "220 ") {
+			t.Fatalf("%s after the idle clients were cut: %q, want 220", p.name, greeting)
+		}
+	}
+}
+
+// Past AUTH a client may pause longer than the pre-auth timeout; an
+// account holds at most --submission-sessions-per-account sessions (454
+// 4.7.0 at AUTH past it), and a closed session gives its place back.
+func TestSubmissionSessionsPerAccount(t *testing.T) {
+	t.Parallel()
+	const preAuth = time.Second
+	e := startSubmission(t, store.SQLite, func(c *config.Config) {
+		c.SubmissionSessionsPerAccount, c.SMTPPreAuthTimeout, c.SMTPCommandTimeout = 2, preAuth, time.Minute
+	})
+	auth := smtp.PlainAuth("", e.user.Login, e.user.Key, "127.0.0.1")
+	first, err := dialSubmission(t, e, false, auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dialSubmission(t, e, true, auth); err != nil {
+		t.Fatal(err)
+	}
+	third, err := dialSubmission(t, e, false, auth)
+	want := "Too many sessions open for this account (at most 2 at once); close one and try again"
+	if replyCode(err) != 454 || !strings.Contains(err.Error(), "4.7.0 "+want) {
+		t.Fatalf("third session's AUTH: %v, want 454 4.7.0 %s", err, want)
+	}
+	third.Close()
+	time.Sleep(preAuth + 500*time.Millisecond)
+	if err := first.Noop(); err != nil {
+		t.Fatalf("an authenticated session paused past the pre-auth timeout was cut: %v", err)
+	}
+	first.Quit()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := dialSubmission(t, e, false, auth)
+		if err == nil {
+			c.Quit()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("AUTH after a session ended: %v, want accepted", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The API holds at most --http-max-connections: those past it are closed
+// at once, and once the idle ones go the API answers.
+func TestHTTPListenerBounded(t *testing.T) {
+	t.Parallel()
+	const max = 16
+	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.HTTPMaxConnections = max })
+	u := strings.TrimPrefix(e.URL, "http://")
+	var conns []net.Conn
+	for range 2 * max {
+		c, err := net.Dial("tcp", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	open := make(chan bool, len(conns))
+	for _, c := range conns { // at once: a read past its deadline says timeout even on a closed conn
+		go func() {
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			_, err := c.Read(make([]byte, 1))
+			open <- isTimeout(err) // still waiting for a request
+		}()
+	}
+	held := 0
+	for range conns {
+		if <-open {
+			held++
+		}
+	}
+	if held > max || held < max/2 {
+		t.Fatalf("%d of %d idle connections held, want at most %d (and the others closed)", held, 2*max, max)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := (&http.Client{Timeout: time.Second}).Get(e.URL + "/readyz")
+		if err == nil && resp.StatusCode == 200 {
+			resp.Body.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz after the idle connections closed: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}

@@ -1,0 +1,139 @@
+package connlimit_test
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/postline/postline/internal/connlimit"
+)
+
+// serve accepts on a bounded loopback listener and greets each admitted
+// client with "220 hello" and then echoes lines; it returns the address and
+// the listener.
+func serve(t *testing.T, cfg connlimit.Config) (string, *connlimit.Listener) {
+	t.Helper()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := connlimit.New(inner, cfg)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetReadDeadline(time.Now().Add(time.Hour)) // ignored when governed
+				c.Write([]byte("220 hello\r\n"))
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if strings.TrimSpace(line) == "PROMOTE" {
+						connlimit.Of(c).Promote()
+					}
+					c.Write([]byte("250 " + line))
+				}
+			}()
+		}
+	}()
+	return inner.Addr().String(), ln
+}
+
+func greeting(t *testing.T, addr string) (net.Conn, string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	return c, strings.TrimSpace(line)
+}
+
+func TestBounds(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		cfg        connlimit.Config
+		admitted   int
+		wantRefuse string
+	}{
+		{"total", connlimit.Config{Max: 3, PerIP: 10}, 3, "421 4.3.2 Too many connections to this server (at most 3 at once); try again later"},
+		{"per address", connlimit.Config{Max: 10, PerIP: 2}, 2,
+			"421 4.7.0 Too many connections from your address (at most 2 at once); close one and try again later"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.cfg.Refuse = connlimit.SMTPRefusal(nil)
+			addr, ln := serve(t, tc.cfg)
+			var held []net.Conn
+			for i := 0; i < tc.admitted; i++ {
+				c, got := greeting(t, addr)
+				if got != "220 hello" {
+					t.Fatalf("connection %d: %q, want 220 hello", i+1, got)
+				}
+				held = append(held, c)
+			}
+			for i := 0; i < 3; i++ {
+				if _, got := greeting(t, addr); got != tc.wantRefuse {
+					t.Fatalf("connection past the bound: %q, want %q", got, tc.wantRefuse)
+				}
+			}
+			if n := ln.Open(); n != tc.admitted {
+				t.Fatalf("open = %d, want %d", n, tc.admitted)
+			}
+			held[0].Close() // its place comes back
+			deadline := time.Now().Add(5 * time.Second)
+			for ln.Open() != tc.admitted-1 {
+				if time.Now().After(deadline) {
+					t.Fatalf("open = %d after a close, want %d", ln.Open(), tc.admitted-1)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if _, got := greeting(t, addr); got != "220 hello" {
+				t.Fatalf("after a close: %q, want 220 hello", got)
+			}
+		})
+	}
+}
+
+// A client silent in the first phase is cut at its end, whatever deadline
+// the server sets; after Promote it may pause longer than that.
+func TestTimeouts(t *testing.T) {
+	t.Parallel()
+	addr, _ := serve(t, connlimit.Config{Timeouts: &connlimit.Timeouts{First: 300 * time.Millisecond, Idle: 2 * time.Second}})
+
+	silent, _ := greeting(t, addr)
+	start := time.Now()
+	silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := silent.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("silent client: read %v, want the server to close", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("silent client closed after %s, want about 300ms", took)
+	}
+
+	busy, _ := greeting(t, addr)
+	r := bufio.NewReader(busy)
+	busy.Write([]byte("PROMOTE\r\n"))
+	if line, _ := r.ReadString('\n'); !strings.HasPrefix(line, "250 PROMOTE") {
+		t.Fatalf("PROMOTE answered %q", line)
+	}
+	time.Sleep(600 * time.Millisecond) // past the first phase
+	busy.Write([]byte("NOOP\r\n"))
+	if line, err := r.ReadString('\n'); !strings.HasPrefix(line, "250 NOOP") {
+		t.Fatalf("after a pause within Idle: %q %v, want 250 NOOP", line, err)
+	}
+}

@@ -1,0 +1,61 @@
+package submission
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/postline/postline/internal/connlimit"
+	"github.com/postline/postline/internal/spool"
+)
+
+// listen opens a bounded listener: past its bounds a client reads a 421
+// (after the TLS handshake on an implicit TLS port) and is disconnected.
+func (s *Server) listen(addr string, implicitTLS bool) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("submission: %w", err)
+	}
+	var tc *tls.Config
+	name := "submission"
+	if implicitTLS {
+		tc, name = s.cfg.TLS, "submissions"
+	}
+	conns := connlimit.SMTP(s.cfg.Conns, tc)
+	conns.Name, conns.Logger = name, s.cfg.Logger
+	return connlimit.New(ln, conns), nil
+}
+
+// hold counts an authenticated session against its account's bound; false
+// when the account already holds as many as it may.
+func (s *Server) hold(accountID int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[accountID] >= s.cfg.SessionsPerAccount {
+		return false
+	}
+	s.held[accountID]++
+	return true
+}
+
+func (s *Server) release(accountID int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[accountID]--; s.held[accountID] <= 0 {
+		delete(s.held, accountID)
+	}
+}
+
+// receive reads a message to its final dot; past a mebibyte it waits in a
+// file of the spool directory, removed once read back or on any failure,
+// so that clients who never finish cost no memory.
+func (s *Server) receive(r io.Reader) ([]byte, error) {
+	raw, err := spool.ReadAll(r, s.cfg.SpoolDir)
+	if errors.Is(err, spool.ErrWrite) {
+		s.cfg.Logger.Error("submission: spooling a message", "error", err)
+		return nil, errTempFailure
+	}
+	return raw, err // go-smtp answers 552 for a message over SIZE
+}
