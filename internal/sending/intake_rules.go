@@ -36,6 +36,13 @@ func checkRawSenders(ctx context.Context, h textproto.Header, in RawInput) (doma
 		if !isSenderField(name) {
 			continue
 		}
+		if raw, err := f.Raw(); err == nil {
+			if written, _, _ := strings.Cut(string(raw), ":"); strings.TrimRight(written, " \t") != written {
+				// Obsolete syntax (RFC 5322 §4.5) that receivers read
+				// differently: some see no From at all.
+				return domain.Domain{}, senderError("message", fmt.Sprintf("The %s header has white space before its colon.", canonical(name)))
+			}
+		}
 		addrs, ok := addresses(f.Value())
 		if !ok {
 			return domain.Domain{}, senderError("message", fmt.Sprintf("The %s header must be a list of email addresses.", canonical(name)))
