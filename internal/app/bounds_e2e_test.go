@@ -26,8 +26,8 @@ func smtpPorts(e *sendEnv) []smtpPort {
 		{"submissions", e.App.Submission.Addr(true), true}}
 }
 
-// rawSMTP connects and reads the greeting line; the reader goes on after it.
-func rawSMTP(t *testing.T, p smtpPort) (net.Conn, *bufio.Reader, string) {
+// dialGreeted connects and reads the greeting line; the reader goes on after it.
+func dialGreeted(t *testing.T, p smtpPort) (net.Conn, *bufio.Reader, string) {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", p.addr, 5*time.Second)
 	if err != nil {
@@ -98,13 +98,13 @@ func TestSMTPListenersBoundPerAddressAndPreAuthTime(t *testing.T) {
 	firstOpened := time.Now()
 	for _, p := range smtpPorts(e) {
 		for i := range perIP {
-			c, r, greeting := rawSMTP(t, p)
+			c, r, greeting := dialGreeted(t, p)
 			if !strings.HasPrefix(greeting, "220 ") {
 				t.Fatalf("%s connection %d: greeting %q, want 220", p.name, i+1, greeting)
 			}
 			idle = append(idle, held{c, r})
 		}
-		c, r, greeting := rawSMTP(t, p)
+		c, r, greeting := dialGreeted(t, p)
 		want := "421 4.7.0 Too many connections from your address (at most 4 at once); close one and try again later"
 		if greeting != want {
 			t.Fatalf("%s connection %d: %q, want %q", p.name, perIP+1, greeting, want)
@@ -124,7 +124,7 @@ func TestSMTPListenersBoundPerAddressAndPreAuthTime(t *testing.T) {
 		}
 	}
 	for _, p := range smtpPorts(e) { // their places came back
-		if _, _, greeting := rawSMTP(t, p); !strings.HasPrefix(greeting, "220 ") {
+		if _, _, greeting := dialGreeted(t, p); !strings.HasPrefix(greeting, "220 ") {
 			t.Fatalf("%s after the idle clients were cut: %q, want 220", p.name, greeting)
 		}
 	}

@@ -91,6 +91,7 @@
 //	relay name without addresses            0     4.4.4     temporary  dns
 //	non-ASCII address, no SMTPUTF8          0     5.6.7     permanent  mail
 //	MX at non-public addresses only         0     5.4.4     permanent  connect
+//	bare CR or NUL in the message           0     5.6.0     permanent  data
 //	invalid Route                           0     5.3.5     permanent  connect
 //	ctx canceled or past its deadline       0     4.4.7     temporary  any
 //	Transport closed (ErrClosed)            0     4.3.2     temporary  connect

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/dnsclient"
+	"github.com/postline/postline/internal/message"
 )
 
 // Route modes and relay TLS modes, as in Route.
@@ -154,6 +155,13 @@ func New(cfg Config) (*Transport, error) {
 func (t *Transport) Send(ctx context.Context, r Route, env Envelope, msg []byte) (Result, error) {
 	if e := checkEnvelope(env); e != nil {
 		return Result{}, e
+	}
+	if err := message.CheckUnsafeBytes(msg); err != nil {
+		// The SMTP writer sends a bare CR as it is, and a next hop that ends
+		// DATA on <CR>.<CR><LF> would run what follows from our address.
+		// The intake refuses such messages; this holds whatever built one.
+		return Result{}, &Error{Enhanced: "5.6.0", Stage: StageData, Err: err,
+			Message: strings.TrimPrefix(err.Error(), "message: ") + " in the message; not sent (SMTP smuggling guard)"}
 	}
 	var (
 		res Result

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -18,7 +19,6 @@ import (
 	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/sending"
-	"github.com/postline/postline/internal/tracking"
 )
 
 // Mailgun's v3 API, as its public reference describes it, over the same
@@ -124,9 +124,7 @@ func (s *Server) handleMailgunSend(w http.ResponseWriter, r *http.Request, p acc
 	if err != nil {
 		return err
 	}
-	if err := s.senderIsTheAccounts(r, p, req.Sender); err != nil {
-		return err
-	}
+	req.Senders = s.senderDomains(p)
 	acc, err := s.Sending.Accept(r.Context(), d, p.AccountID, req)
 	if err != nil {
 		return err
@@ -312,23 +310,22 @@ func sortedKeys(m url.Values) []string {
 	return out
 }
 
-// senderIsTheAccounts refuses an h:Sender outside the account's verified
-// domains (and their authentication domains).
-func (s *Server) senderIsTheAccounts(r *http.Request, p account.Principal, sender string) error {
-	if sender == "" {
-		return nil
-	}
-	_, host, _ := strings.Cut(strings.ToLower(sender), "@")
-	doms, err := s.Domains.List(r.Context(), p.AccountID)
-	if err != nil {
-		return err
-	}
-	for _, d := range doms {
-		if d.Verified() && (d.Name == host || d.AuthDomain == host) && p.DomainAllowed(d.Name) {
-			return nil
+// senderDomains lists the account's domains the key may use, for the
+// sender rules of sending (From, Sender, Resent-From, Resent-Sender).
+func (s *Server) senderDomains(p account.Principal) sending.SenderDomains {
+	return func(ctx context.Context) ([]domain.Domain, error) {
+		all, err := s.Domains.List(ctx, p.AccountID)
+		if err != nil {
+			return nil, err
 		}
+		var doms []domain.Domain
+		for _, d := range all {
+			if p.DomainAllowed(d.Name) {
+				doms = append(doms, d)
+			}
+		}
+		return doms, nil
 	}
-	return apperr.Field("h:Sender", "The Sender must be an address at one of the account's verified domains.")
 }
 
 // mgDomain is a domain in Mailgun's shape; state "active" once verified.
@@ -441,21 +438,14 @@ func (s *Server) handleMailgunMIME(w http.ResponseWriter, r *http.Request, p acc
 	if err := fe.Err(); err != nil {
 		return err
 	}
-	prep, err := sending.PrepareRaw(raw, d.Name, time.Now())
+	prep, err := s.Sending.PrepareRaw(r.Context(), sending.RawInput{Data: raw, Senders: s.senderDomains(p), Domain: &d})
 	if err != nil {
 		return err
-	}
-	for _, f := range prep.From {
-		_, host, _ := strings.Cut(strings.ToLower(f), "@")
-		if host != d.Name && host != d.AuthDomain {
-			return apperr.Field("message", fmt.Sprintf("The From address %s is not at %s.", f, d.Name))
-		}
 	}
 	if m.Tags == "" {
 		m.Tags = strings.Join(prep.Tags, ",")
 	}
-	m.From, m.Data, m.MessageID, m.Subject, m.Track = prep.From[0], prep.Data, prep.MessageID, prep.Subject, prep.Track
-	m.HTML = tracking.FirstHTML(prep.Data)
+	m.From, m.Data, m.MessageID, m.Subject, m.Track, m.HTML = prep.From[0], prep.Data, prep.MessageID, prep.Subject, prep.Track, prep.HTML
 	if m.DeliverAt == "" {
 		m.DeliverAt = prep.DeliverAt
 	}

@@ -62,6 +62,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, p account.Pr
 	req, err := readSendForm(r, s.Sending.Limits().MaxAttachmentBytes, s.SpoolDir)
 	var acc sending.Accepted
 	if err == nil {
+		req.Senders = s.senderDomains(p)
 		acc, err = s.Sending.Accept(r.Context(), d, p.AccountID, req)
 	}
 	if err != nil {

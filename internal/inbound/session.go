@@ -14,6 +14,7 @@ import (
 	"github.com/postline/postline/internal/bounce"
 	"github.com/postline/postline/internal/connlimit"
 	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/message"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/spool"
 	"github.com/postline/postline/internal/suppression"
@@ -40,6 +41,10 @@ var (
 	errTryLater = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0},
 		Message: "Temporary local problem, try again later"}
 	errNeedRcpt = &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "RCPT first"}
+	// A bare CR or NUL is how SMTP smuggling hides a second transaction:
+	// such a message is not read at all.
+	errUnsafeBytes = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 6, 0},
+		Message: "Message refused: it contains a bare CR (a CR not followed by LF) or a NUL"}
 )
 
 func (ss *session) Reset()        { ss.from, ss.rcpts = "", nil }
@@ -101,11 +106,16 @@ func (ss *session) Data(r io.Reader) error {
 	}
 	var reports []bounce.Report
 	if err == nil {
-		reports, err = bounce.Parse(bytes.NewReader(raw), ss.s.cfg.MaxMessageBytes)
+		reports, err = bounce.Parse(message.NewUnsafeBytesReader(bytes.NewReader(raw)), ss.s.cfg.MaxMessageBytes)
 	}
 	if errors.Is(err, bounce.ErrTooLarge) || errors.Is(err, smtp.ErrDataTooLarge) {
 		ss.s.count("too_large")
 		return smtp.ErrDataTooLarge
+	}
+	if errors.Is(err, message.ErrUnsafeBytes) {
+		ss.s.count("unsafe_bytes")
+		ss.s.cfg.Logger.Info("inbound: message refused", "remote", ss.remote, "from", ss.from, "reason", err)
+		return errUnsafeBytes
 	}
 	if err != nil {
 		return err

@@ -9,17 +9,28 @@ import (
 	"github.com/postline/postline/internal/apperr"
 )
 
+// TraceHeaders are the fields a receiver trusts for tracing and
+// authentication, and the service's own X-Postline-* instructions: a
+// sender may not write them, neither as custom headers (CheckHeaderName)
+// nor in a message it submits whole (the raw intake removes them).
+// Compared case-insensitively; an entry ending in "*" is a prefix. Treat
+// the slice as read-only.
+var TraceHeaders = []string{
+	"Received", "Return-Path", "DKIM-Signature", "ARC-*", "Authentication-Results", "X-Postline-*",
+}
+
 // ProtectedHeaders are the header names a sender's custom headers may not
 // use, compared case-insensitively; an entry ending in "*" is a prefix.
-// They are the fields Build generates, the ones a receiver trusts for
-// authentication or tracing, and the service's own X-Postline-* headers.
-// Treat the slice as read-only.
-var ProtectedHeaders = []string{
+// They are the fields Build generates and the TraceHeaders. Treat the
+// slice as read-only.
+var ProtectedHeaders = append([]string{
 	"From", "Sender", "To", "Cc", "Bcc", "Reply-To", "Subject", "Date",
-	"Message-ID", "MIME-Version", "Content-*", "DKIM-Signature", "ARC-*",
-	"Authentication-Results", "Received", "Return-Path",
-	"List-Unsubscribe", "List-Unsubscribe-Post", "X-Postline-*",
-}
+	"Message-ID", "MIME-Version", "Content-*",
+	"List-Unsubscribe", "List-Unsubscribe-Post",
+}, TraceHeaders...)
+
+// IsTraceHeader reports whether name is one of the TraceHeaders.
+func IsTraceHeader(name string) bool { return matchName(TraceHeaders, name) != "" }
 
 // Line limits of RFC 5322 §2.1.1: lines are folded before foldAt when the
 // value has whitespace to fold at, and may never exceed maxLine (CRLF
@@ -97,8 +108,11 @@ func checkExtraName(name string) error {
 }
 
 // protected returns the ProtectedHeaders entry matching name, or "".
-func protected(name string) string {
-	for _, p := range ProtectedHeaders {
+func protected(name string) string { return matchName(ProtectedHeaders, name) }
+
+// matchName returns the entry of list matching name, or "".
+func matchName(list []string, name string) string {
+	for _, p := range list {
 		if prefix, ok := strings.CutSuffix(p, "*"); ok {
 			if len(name) >= len(prefix) && strings.EqualFold(name[:len(prefix)], prefix) {
 				return p

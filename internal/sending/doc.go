@@ -18,6 +18,21 @@
 // commits at once, and when a group's transaction fails each request is
 // retried on its own.
 //
+// # Raw intake
+//
+// A message submitted whole (SMTP submission's DATA or BDAT, the /v3/
+// API's messages.mime) goes through Service.PrepareRaw, whatever its door,
+// so every door applies the same rules and only translates their errors:
+// no bare CR or NUL (ErrUnsafeBytes, SMTP smuggling); exactly one From, at
+// most one Sender, Resent-* fields in blocks with one Resent-Date and one
+// Resent-From, and every From, Sender, Resent-From and Resent-Sender
+// address at a verified domain the submitter may use (ErrSenderHeader);
+// Bcc and the trace and authentication fields a client may not write
+// (message.TraceHeaders) removed. An API send's Sender and Resent-* custom
+// headers follow the same address rule. Forward mode, for received mail an
+// inbound route passes on, keeps the smuggling check but not the sender
+// rules, and keeps the message's trace.
+//
 // # Delivery states
 //
 //	pending ──claim──▶ sending ──2xx──────────────▶ delivered

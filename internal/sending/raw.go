@@ -12,9 +12,9 @@ import (
 	"github.com/postline/postline/internal/event"
 )
 
-// RawMessage is a message submitted over SMTP, prepared by the submission
-// service: Bcc removed, Message-ID and Date present, its own X-Postline-*
-// headers read and removed.
+// RawMessage is a message submitted whole, prepared by PrepareRaw: Bcc
+// and trace fields removed, Message-ID and Date present, its own
+// X-Postline-* headers read and removed.
 type RawMessage struct {
 	From       string   // the envelope sender (MAIL FROM)
 	Recipients []string // RCPT TO, in order

@@ -50,8 +50,12 @@ type Request struct {
 	// Sender, ListUnsubscribe and ListUnsubscribePost are headers the
 	// service otherwise writes itself, given by the /v3/ API's h:
 	// parameters: the sender's own unsubscribe replaces the domain's for
-	// the message. The caller checks that Sender is the account's.
+	// the message.
 	Sender, ListUnsubscribe, ListUnsubscribePost string
+	// Senders lists the domains the submitter may speak for: Sender and
+	// the Resent-From and Resent-Sender custom headers must be at the
+	// send's domain or at one of them (nil: the send's domain only).
+	Senders SenderDomains
 	// TestMode accepts and logs the message (queued entries with
 	// details.testmode) without queueing a delivery: Mailgun's o:testmode.
 	TestMode bool
@@ -356,7 +360,15 @@ func customHeaders(fe apperr.FieldErrors, raw string) map[string]string {
 	if len(h) > 50 {
 		fe.Add("headers", "The headers field must not have more than 50 headers.")
 	}
+	seen := make(map[string]string, len(h))
 	for name, v := range h {
+		// Names are case-insensitive: Resent-From and resent-from are two
+		// fields of one name, which the message may not have.
+		if other, ok := seen[strings.ToLower(name)]; ok {
+			first, second := min(name, other), max(name, other)
+			fe.Add("headers."+second, fmt.Sprintf("The header %s is given twice (as %s too): header names are case-insensitive.", second, first))
+		}
+		seen[strings.ToLower(name)] = name
 		if err := message.CheckHeaderName(name); err != nil {
 			fe.Add("headers."+name, reason(err))
 		}

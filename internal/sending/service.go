@@ -91,6 +91,9 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 	if err != nil {
 		return Accepted{}, err
 	}
+	if err := s.checkRequestSenders(ctx, d, r, c.headers); err != nil {
+		return Accepted{}, err
+	}
 	opts, err := attach.ParseOptions(r.Options)
 	if err != nil {
 		return Accepted{}, err

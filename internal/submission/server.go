@@ -73,8 +73,9 @@ type Domains interface {
 	List(ctx context.Context, accountID int64) ([]domain.Domain, error)
 }
 
-// Intake queues a submitted message (sending.Service).
+// Intake prepares and queues a submitted message (sending.Service).
 type Intake interface {
+	PrepareRaw(ctx context.Context, in sending.RawInput) (sending.RawPrepared, error)
 	AcceptRaw(ctx context.Context, d domain.Domain, accountID int64, m sending.RawMessage) (sending.Accepted, error)
 	Accept(ctx context.Context, d domain.Domain, accountID int64, r sending.Request) (sending.Accepted, error)
 }

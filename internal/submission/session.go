@@ -16,7 +16,6 @@ import (
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/sending"
-	"github.com/postline/postline/internal/tracking"
 )
 
 // session is one SMTP connection's state.
@@ -117,19 +116,14 @@ func (ss *session) authenticate(login, key string) error {
 }
 
 // owned returns the account's verified domain for an address's domain
-// (the domain itself or its authentication domain).
+// (the domain itself or its authentication domain), and that name.
 func (ss *session) owned(addr string) (domain.Domain, string, bool) {
-	at := strings.LastIndexByte(addr, '@')
-	if at < 0 {
-		return domain.Domain{}, "", false
+	d, ok := sending.OwnerOf(ss.domains, addr)
+	name := addr
+	if at := strings.LastIndexByte(addr, '@'); at >= 0 {
+		name = strings.ToLower(strings.TrimSuffix(addr[at+1:], "."))
 	}
-	name := strings.ToLower(strings.TrimSuffix(addr[at+1:], "."))
-	for _, d := range ss.domains {
-		if d.Verified() && (d.Name == name || (d.AuthDomain != "" && d.AuthDomain == name)) {
-			return d, name, true
-		}
-	}
-	return domain.Domain{}, name, false
+	return d, name, ok
 }
 
 // Mail implements smtp.Session.
@@ -176,23 +170,11 @@ func (ss *session) Data(r io.Reader) error {
 	}
 	ctx, cancel := ss.ctx()
 	defer cancel()
-	envelope, _, _ := ss.owned(ss.from)
-	p, err := prepare(raw, envelope.Name, ss.s.cfg.Now())
+	p, err := ss.s.deps.Intake.PrepareRaw(ctx, sending.RawInput{Data: raw, Senders: ss.senders})
 	if err != nil {
-		ss.s.messages.WithLabelValues("refused").Inc()
-		return err
+		return ss.refuse(err)
 	}
-	var d domain.Domain
-	for i, f := range p.From {
-		dom, name, ok := ss.owned(f)
-		if !ok {
-			ss.refused("From", name)
-			return notYours("From", name)
-		}
-		if i == 0 {
-			d = dom
-		}
-	}
+	d := p.Domain
 	if lim := ss.s.deps.Limiter; lim != nil && ss.s.cfg.DomainPerMinute > 0 {
 		res, err := lim.Allow(ctx, "domain:"+itoa(int(ss.principal.AccountID)), ss.s.cfg.DomainPerMinute, time.Minute)
 		if err == nil && !res.Allowed {
@@ -211,7 +193,7 @@ func (ss *session) Data(r io.Reader) error {
 	} else {
 		acc, err = ss.s.deps.Intake.AcceptRaw(ctx, d, ss.principal.AccountID, sending.RawMessage{From: ss.from,
 			Recipients: ss.rcpts, Data: p.Data, MessageID: p.MessageID, Subject: p.Subject, Tags: strings.Join(p.Tags, ","),
-			HTML: tracking.FirstHTML(p.Data), Track: p.Track, DeliverAt: p.DeliverAt})
+			HTML: p.HTML, Track: p.Track, DeliverAt: p.DeliverAt})
 	}
 	switch code := apperr.CodeOf(err); {
 	case err == nil:
