@@ -47,7 +47,8 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 		Now:         a.opts.Now,
 	}, st, a.Events, a.Domains, a.Suppressions, t, a.Limiter)
 	a.Sending = sending.NewService(st, a.Events, a.Suppressions, sending.Config{Sealer: box, Now: a.opts.Now,
-		Templates: a.Templates, MaxSchedule: cfg.ScheduleMaxAhead, EnqueueLinger: enqueueLinger(a.DB.Dialect)}, a.Worker.Wake)
+		Templates: a.Templates, MaxSchedule: cfg.ScheduleMaxAhead, EnqueueLinger: enqueueLinger(a.DB.Dialect),
+		MaxRenderedBytes: cfg.MaxRenderedBytesPerRequest, Volume: a.Limiter, DailyBytes: cfg.AccountDailyBytes}, a.Worker.Wake)
 	return nil
 }
 

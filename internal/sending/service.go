@@ -15,6 +15,7 @@ import (
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/message"
 	"github.com/postline/postline/internal/suppression"
+	"github.com/postline/postline/internal/templates"
 )
 
 // Config configures the Service.
@@ -28,6 +29,14 @@ type Config struct {
 	Templates TemplateLoader
 	// MaxSchedule bounds deliver_at (default DefaultMaxSchedule).
 	MaxSchedule time.Duration
+	// MaxRenderedBytes bounds what one request stores: every recipient's
+	// rendered message with its copy of the attachments (default
+	// DefaultMaxRenderedBytes).
+	MaxRenderedBytes int64
+	// Volume counts an account's stored bytes per UTC day against
+	// DailyBytes (default DefaultDailyBytes); nil counts nothing.
+	Volume     Volume
+	DailyBytes int64
 	// EnqueueLinger, when set, lets a group of accepted requests wait up
 	// to this long for the requests arriving with it while the load is
 	// concurrent (never after a group of one). Worth it where commits run
@@ -134,6 +143,14 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 	}
 	if p.batch() {
 		return s.acceptBatch(ctx, d, accountID, r, c, p, verdicts, now)
+	}
+	// One message for every recipient: stored once.
+	size := storedBytes(templates.Rendered{Subject: r.Subject, Text: r.Text, HTML: r.HTML}, c.headers, attachmentBytes(r.Attachments))
+	if size > s.maxRendered() {
+		return Accepted{}, s.tooMuchRendered("body", len(c.to), size)
+	}
+	if err := s.spendDaily(ctx, accountID, size); err != nil {
+		return Accepted{}, err
 	}
 	snd := &Send{DomainID: d.ID, AccountID: accountID, From: strings.TrimSpace(r.From), FromName: r.FromName,
 		ReplyTo: strings.TrimSpace(r.ReplyTo), Subject: r.Subject, Text: r.Text, HTML: r.HTML, Headers: c.headers,

@@ -121,8 +121,14 @@ func Compile(subject, html, text string, strict bool) (*Compiled, error) {
 
 // Render fills the parts with vars. The HTML part escapes values ({{{raw}}}
 // does not); the subject and text parts get them as they are, the subject
-// on one line.
+// on one line. It stops after RenderTimeout.
 func (c *Compiled) Render(vars map[string]any) (Rendered, error) {
+	return c.RenderBefore(vars, time.Time{})
+}
+
+// RenderBefore is Render with a deadline (zero: RenderTimeout from now),
+// for renders that share one: a batch's recipients together.
+func (c *Compiled) RenderBefore(vars map[string]any, deadline time.Time) (Rendered, error) {
 	if vars == nil {
 		vars = map[string]any{}
 	}
@@ -137,7 +143,10 @@ func (c *Compiled) Render(vars map[string]any) (Rendered, error) {
 		return Rendered{}, apperr.Field("variables", fmt.Sprintf("The template could render more than %d bytes with these variables (%d statements, a value of %d bytes).",
 			maxExpansion, c.statements, longest))
 	}
-	b := &budget{deadline: time.Now().Add(cmp.Or(c.timeout, RenderTimeout))}
+	if deadline.IsZero() {
+		deadline = time.Now().Add(cmp.Or(c.timeout, RenderTimeout))
+	}
+	b := &budget{deadline: deadline}
 	var out Rendered
 	var err error
 	if out.HTML, err = c.exec(c.html, vars, b, "html"); err != nil {
