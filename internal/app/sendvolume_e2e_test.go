@@ -1,9 +1,11 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -19,12 +21,12 @@ import (
 	"github.com/postline/postline/internal/store"
 )
 
-// logTotal is how many log entries the domain has: what a refused request
-// must leave unchanged (a queued message has its queued entry in the
-// same transaction).
+// logTotal is how many queued entries the domain's log has: what a
+// refused request must leave unchanged (a queued message has its queued
+// entry in the same transaction).
 func (e *sendEnv) logTotal(t *testing.T) int {
 	t.Helper()
-	l, err := e.App.Events.List(context.Background(), event.Filter{DomainID: e.dom.ID, Limit: 1})
+	l, err := e.App.Events.List(context.Background(), event.Filter{DomainID: e.dom.ID, Type: event.Queued, Limit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,8 +169,20 @@ func TestAccountDailyBytes(t *testing.T) {
 		if wait := time.Until(time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)); retry > int(wait.Seconds())+2 {
 			t.Errorf("Retry-After %d s, but the day ends in %s", retry, wait)
 		}
+		// The raw door counts the same bytes.
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		mw.WriteField("to", "ann@rcpt.example.net")
+		w, _ := mw.CreateFormFile("message", "message.mime")
+		fmt.Fprintf(w, "From: a@shop.example.com\r\nSubject: mime\r\n\r\n%s\r\n", text)
+		mw.Close()
+		r = e.Do(apitest.Request{Method: "POST", Path: "/v3/shop.example.com/messages.mime", Auth: apitest.User{Login: "api", Key: e.user.Key}.Auth(),
+			Body: buf.Bytes(), Header: http.Header{"Content-Type": {mw.FormDataContentType()}}})
+		if r.StatusCode != 429 || r.Header.Get("Retry-After") == "" {
+			t.Errorf("messages.mime past the day's bytes: %d Retry-After %q %s", r.StatusCode, r.Header.Get("Retry-After"), r.Body)
+		}
 		if after := e.logTotal(t); after != before {
-			t.Errorf("log entries %d → %d after a refused send", before, after)
+			t.Errorf("log entries %d → %d after refused sends", before, after)
 		}
 		if r := send(bob, "bob.example.org"); r.StatusCode != 202 {
 			t.Errorf("another account: %d %s", r.StatusCode, r.Body)
