@@ -29,6 +29,10 @@ type Config struct {
 	Templates TemplateLoader
 	// MaxSchedule bounds deliver_at (default DefaultMaxSchedule).
 	MaxSchedule time.Duration
+	// CheckFiles runs attach.Validate's checks of a request's files, in the
+	// attachment child process (attachproc.Runner.Check); nil runs them
+	// here.
+	CheckFiles func(ctx context.Context, files []attach.File, opts attach.Options) error
 	// MaxRenderedBytes bounds what one request stores: every recipient's
 	// rendered message with its copy of the attachments (default
 	// DefaultMaxRenderedBytes).
@@ -108,7 +112,11 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 	for i, a := range r.Attachments {
 		files[i] = attach.File{Name: a.Filename, ContentType: a.ContentType, Data: a.Data}
 	}
-	if err := attach.Validate(files, opts); err != nil {
+	check := attach.Validate
+	if s.cfg.CheckFiles != nil {
+		check = func(files []attach.File, opts attach.Options) error { return s.cfg.CheckFiles(ctx, files, opts) }
+	}
+	if err := check(files, opts); err != nil {
 		return Accepted{}, err
 	}
 	if !d.Verified() {
