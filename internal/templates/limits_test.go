@@ -39,7 +39,9 @@ func TestCompileRefusesCostlyTemplatesQuickly(t *testing.T) {
 		if msg := refusal(t, err, "text"); !strings.Contains(msg, c.want) {
 			t.Errorf("%s: %q, want it to say %q", c.name, msg, c.want)
 		}
-		if d := time.Since(start); d > 2*time.Second {
+		// Milliseconds here; the bound leaves room for -race and a busy
+		// machine, and the path alone took 18 s before.
+		if d := time.Since(start); d > 8*time.Second {
 			t.Errorf("%s: refused after %s", c.name, d)
 		}
 	}
