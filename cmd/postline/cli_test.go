@@ -202,12 +202,18 @@ func TestCLITemplates(t *testing.T) {
 	if err := os.WriteFile(html, []byte("<p>Hi {{name}}</p>"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Issue 28: 20,000 nested #with, refused at once naming the limit.
+	deep := dir + "/deep.txt"
+	if err := os.WriteFile(deep, []byte(strings.Repeat("{{#with this}}", 20_000)+strings.Repeat("{{/with}}", 20_000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	steps := []cliStep{
 		{[]string{"user", "create", "alice"}, 0, "created account alice"},
 		{[]string{"domain", "add", "alice", "example.org", "--direct"}, 0, "._domainkey.example.org"},
 		{[]string{"template", "add", "example.org", "welcome", "--subject", "Hi {{name}}", "--text", "Hello {{name}}", "--html-file", html}, 0, "version 1 is active"},
 		{[]string{"template", "add", "example.org", "welcome", "--subject", "x", "--text", "y"}, 1, "exists"},
 		{[]string{"template", "add", "example.org", "broken", "--subject", "x", "--text", "{{#if a}}"}, 2, "--text"},
+		{[]string{"template", "add", "example.org", "deep", "--subject", "x", "--text-file", deep}, 2, "more than 100 deep"},
 		{[]string{"template", "update", "example.org", "welcome", "--subject", "Hello {{name}}", "--text", "Hello again {{name}}", "--strict"}, 0, "version 2 is active"},
 		{[]string{"template", "list", "example.org"}, 0, "welcome  2        2         true"},
 		{[]string{"template", "show", "example.org", "welcome", "--version", "1"}, 0, "<p>Hi {{name}}</p>"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/postline/postline/internal/attach"
@@ -48,7 +49,9 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 		Now:         a.opts.Now,
 	}, st, a.Events, a.Domains, a.Suppressions, t, a.Limiter)
 	a.Sending = sending.NewService(st, a.Events, a.Suppressions, sending.Config{Sealer: box, Now: a.opts.Now,
-		Templates: a.Templates, MaxSchedule: cfg.ScheduleMaxAhead, EnqueueLinger: enqueueLinger(a.DB.Dialect)}, a.Worker.Wake)
+		Templates: a.Templates, MaxSchedule: cfg.ScheduleMaxAhead, EnqueueLinger: enqueueLinger(a.DB.Dialect),
+		MaxRenderedBytes: cfg.MaxRenderedBytesPerRequest, Volume: a.Limiter, DailyBytes: cfg.AccountDailyBytes,
+		CheckFiles: a.attachChecker()}, a.Worker.Wake)
 	return nil
 }
 
@@ -73,6 +76,21 @@ func (a *App) attachProcessor() func(context.Context, []attach.File, attach.Opti
 		return nil
 	}
 	return attachproc.Runner{Exe: exe, Memory: int64(a.Config.AttachMemoryMiB) << 20, Timeout: a.Config.AttachTimeout}.Process
+}
+
+// attachChecker runs the checks of a send's files before it is accepted
+// in child processes too, at most one per CPU at once (each may take
+// --attach-memory-limit); nil, in process, when isolation is off.
+func (a *App) attachChecker() func(context.Context, []attach.File, attach.Options) error {
+	if !a.Config.AttachIsolation {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil // attachProcessor has said why
+	}
+	return attachproc.Runner{Exe: exe, Memory: int64(a.Config.AttachMemoryMiB) << 20, Timeout: a.Config.AttachTimeout,
+		Slots: make(chan struct{}, max(2, runtime.NumCPU()))}.Check
 }
 
 // enqueueLinger is how long a group of accepted requests waits for the

@@ -36,6 +36,9 @@ type Error struct {
 	Fields map[string][]string
 	// Err is the underlying cause; never shown to clients.
 	Err error
+	// RetryAfter, for RateLimited errors, is when the client may try again
+	// (whole seconds; 0 when unknown): the Retry-After header.
+	RetryAfter int
 }
 
 func (e *Error) Error() string {

@@ -1,7 +1,9 @@
 // Package attachproc runs attachment processing (watermarking PDFs and
-// images, archiving, encryption) in a child process of the same binary,
-// with an address-space limit and a time limit: a hostile file (a
-// decompression bomb, a PDF that loops) kills the child, never the server.
+// images, archiving, encryption), and the checks of those files before a
+// send is accepted, in a child process of the same binary, with an
+// address-space limit and a time limit: a hostile file (a decompression
+// bomb, a PDF that loops) kills the child, never the server, and its
+// inflated streams never reach the server's heap.
 //
 // The child is the running executable started with EnvChild set; it reads
 // one gob-encoded Request on stdin and writes one Response on stdout.
@@ -24,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/attach"
 )
 
@@ -38,16 +41,21 @@ const (
 // memory or time, or died. The send's files cannot be processed.
 var ErrFailed = errors.New("attachment processing failed")
 
-// Request is what the child processes.
+// Request is what the child processes; with Check it only runs
+// attach.Validate on the files.
 type Request struct {
 	Files   []attach.File
 	Options attach.Options
+	Check   bool
 }
 
-// Response is the child's answer: the result, or the error text.
+// Response is the child's answer: the result, or the error text; a
+// refusal of Check is Invalid (by field) with its Message.
 type Response struct {
-	Result attach.Result
-	Error  string
+	Result  attach.Result
+	Error   string
+	Invalid map[string][]string
+	Message string
 }
 
 // IsChild reports whether this process was started as a child.
@@ -69,10 +77,20 @@ func ChildMain() int {
 		fmt.Fprintln(os.Stderr, "attach-worker: reading the request:", err)
 		return 2
 	}
-	res, err := attach.Process(context.Background(), req.Files, req.Options)
-	resp := Response{Result: res}
-	if err != nil {
-		resp.Error = err.Error()
+	var resp Response
+	if req.Check {
+		if err := attach.Validate(req.Files, req.Options); err != nil {
+			resp.Error = err.Error()
+			if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
+				resp.Invalid, resp.Message = e.Fields, e.Message
+			}
+		}
+	} else {
+		res, err := attach.Process(context.Background(), req.Files, req.Options)
+		resp.Result = res
+		if err != nil {
+			resp.Error = err.Error()
+		}
 	}
 	if err := gob.NewEncoder(os.Stdout).Encode(resp); err != nil {
 		fmt.Fprintln(os.Stderr, "attach-worker: writing the result:", err)
@@ -104,12 +122,59 @@ type Runner struct {
 	Memory int64
 	// Timeout bounds one child's run (0: 2 minutes).
 	Timeout time.Duration
+	// Slots, when set, bounds the children running at once (its capacity):
+	// each may take Memory.
+	Slots chan struct{}
 }
 
 // Process runs attach.Process in a child. Errors of the processing itself
 // come back as they are; a child that was killed or died is ErrFailed with
 // the reason.
 func (r Runner) Process(ctx context.Context, files []attach.File, opts attach.Options) (attach.Result, error) {
+	resp, err := r.run(ctx, Request{Files: files, Options: opts})
+	if err != nil {
+		return attach.Result{}, err
+	}
+	if resp.Error != "" {
+		return attach.Result{}, errors.New(resp.Error)
+	}
+	return resp.Result, nil
+}
+
+// Check runs attach.Validate, the checks before a send is accepted, in a
+// child when they read the files (watermarking PDFs or images): parsing a
+// PDF inflates its streams, 20 of them per request. Its refusals come back
+// as attach.Validate's; a file that kills the child, or outlasts its time,
+// is refused as one that could not be checked.
+func (r Runner) Check(ctx context.Context, files []attach.File, opts attach.Options) error {
+	if !opts.Watermark.Enabled || attach.Watermarkable(files) == 0 {
+		return attach.Validate(files, opts) // the options only: nothing to inflate
+	}
+	resp, err := r.run(ctx, Request{Files: files, Options: opts, Check: true})
+	switch {
+	case errors.Is(err, ErrFailed):
+		msg := fmt.Sprintf("The attachments could not be checked for watermarking: %v.", strings.TrimPrefix(err.Error(), ErrFailed.Error()+": "))
+		return &apperr.Error{Code: apperr.Invalid, Message: "Invalid attachments", Fields: map[string][]string{"attachments": {msg}}, Err: err}
+	case err != nil:
+		return err
+	case resp.Invalid != nil:
+		return &apperr.Error{Code: apperr.Invalid, Message: resp.Message, Fields: resp.Invalid}
+	case resp.Error != "":
+		return errors.New(resp.Error)
+	}
+	return nil
+}
+
+// run serves req in a child, one at a time per slot when Slots is set.
+func (r Runner) run(ctx context.Context, req Request) (Response, error) {
+	if r.Slots != nil {
+		select {
+		case r.Slots <- struct{}{}:
+			defer func() { <-r.Slots }()
+		case <-ctx.Done():
+			return Response{}, ctx.Err()
+		}
+	}
 	timeout := r.Timeout
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
@@ -117,8 +182,8 @@ func (r Runner) Process(ctx context.Context, files []attach.File, opts attach.Op
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var in bytes.Buffer
-	if err := gob.NewEncoder(&in).Encode(Request{Files: files, Options: opts}); err != nil {
-		return attach.Result{}, err
+	if err := gob.NewEncoder(&in).Encode(req); err != nil {
+		return Response{}, err
 	}
 	cmd := exec.CommandContext(ctx, r.Exe)
 	cmd.Env = append(os.Environ(), EnvChild+"=1", EnvMemory+"="+strconv.FormatInt(r.Memory, 10))
@@ -128,24 +193,21 @@ func (r Runner) Process(ctx context.Context, files []attach.File, opts attach.Op
 	err := cmd.Run()
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
-		return attach.Result{}, fmt.Errorf("%w: it took longer than %s", ErrFailed, timeout)
+		return Response{}, fmt.Errorf("%w: it took longer than %s", ErrFailed, timeout)
 	case ctx.Err() != nil:
-		return attach.Result{}, ctx.Err() // the server is stopping: retried later
+		return Response{}, ctx.Err() // the server is stopping: retried later
 	case err != nil:
 		why := firstLine(stderr.String())
 		if strings.Contains(stderr.String(), "out of memory") {
 			why = fmt.Sprintf("it needed more than the limit of %d MiB of memory", r.Memory>>20)
 		}
-		return attach.Result{}, fmt.Errorf("%w: %s", ErrFailed, why)
+		return Response{}, fmt.Errorf("%w: %s", ErrFailed, why)
 	}
 	var resp Response
 	if err := gob.NewDecoder(&out).Decode(&resp); err != nil {
-		return attach.Result{}, fmt.Errorf("%w: unreadable answer: %v", ErrFailed, err)
+		return Response{}, fmt.Errorf("%w: unreadable answer: %v", ErrFailed, err)
 	}
-	if resp.Error != "" {
-		return attach.Result{}, errors.New(resp.Error)
-	}
-	return resp.Result, nil
+	return resp, nil
 }
 
 func firstLine(s string) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"image/png"
 	"os"
@@ -11,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/attach"
+	"github.com/postline/postline/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -63,5 +66,37 @@ func TestBombKillsOnlyTheChild(t *testing.T) {
 	_, err := runner(t, 64<<20).Process(context.Background(), files, opts)
 	if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "64 MiB") {
 		t.Fatalf("a %d-byte decompression bomb under a 64 MiB limit: %v, want ErrFailed naming the limit", len(bomb), err)
+	}
+}
+
+// TestCheckInChild: the checks before acceptance, run in a child, refuse
+// what attach.Validate refuses in process, with the same fields and
+// messages; a child that dies checking is a refusal naming the limit.
+func TestCheckInChild(t *testing.T) {
+	t.Parallel()
+	opts := attach.Options{Watermark: attach.Watermark{Enabled: true, Text: "DRAFT", Position: attach.PositionCenter}}
+	files := []attach.File{{Name: "small.pdf", ContentType: "application/pdf", Data: testutil.PDFBomb(1 << 20)},
+		{Name: "bomb.pdf", ContentType: "application/pdf", Data: testutil.PDFBomb(attach.MaxPDFContentBytes + (4 << 20))},
+		{Name: "junk.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.7 not really")}}
+	want := attach.Validate(files, opts)
+	got := runner(t, 1<<30).Check(context.Background(), files, opts)
+	we, _ := apperr.As(want)
+	ge, ok := apperr.As(got)
+	if !ok || we == nil || ge.Code != apperr.Invalid || fmt.Sprint(ge.Fields) != fmt.Sprint(we.Fields) || ge.Message != we.Message {
+		t.Fatalf("in a child: %v\nin process: %v", got, want)
+	}
+	if err := runner(t, 1<<30).Check(context.Background(), files[:1], opts); err != nil {
+		t.Errorf("a small PDF: %v", err)
+	}
+	bomb := []attach.File{{Name: "bomb.png", ContentType: "image/png", Data: pngOf(t, 4900, 4900)}}
+	opts.Watermark.Text = "DRAFT"
+	if err := runner(t, 1<<30).Check(context.Background(), bomb, opts); err != nil {
+		t.Errorf("the image's header is all the check reads: %v", err)
+	}
+	r := runner(t, 1<<30)
+	r.Timeout = time.Nanosecond
+	err := r.Check(context.Background(), files[:1], opts)
+	if e, ok := apperr.As(err); !ok || e.Code != apperr.Invalid || !strings.Contains(fmt.Sprint(e.Fields["attachments"]), "could not be checked") {
+		t.Errorf("a child out of time: %v, want a refusal of the attachments", err)
 	}
 }

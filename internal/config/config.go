@@ -102,6 +102,13 @@ type Config struct {
 	AttachMemoryMiB int
 	AttachTimeout   time.Duration
 
+	// MaxRenderedBytesPerRequest bounds what one send request stores, every
+	// recipient's rendered message and its attachments together (413).
+	MaxRenderedBytesPerRequest int64
+	// AccountDailyBytes bounds what one account's sends store in a UTC day
+	// (429 with Retry-After past it).
+	AccountDailyBytes int64
+
 	DomainClaimTTL time.Duration // how long an unverified domain claim lasts
 	// ScheduleMaxAhead bounds a send's deliver_at.
 	ScheduleMaxAhead time.Duration
@@ -219,6 +226,9 @@ func Default() Config {
 		PasswordCheckConcurrency: 4,
 		AttachMemoryMiB:          1024,
 		AttachTimeout:            2 * time.Minute,
+
+		MaxRenderedBytesPerRequest: 100 << 20,
+		AccountDailyBytes:          10 << 30,
 
 		TrackingPerAddressPerMinute: 120,
 	}
@@ -393,6 +403,12 @@ func (c Config) Validate() error {
 	}
 	if c.AttachTimeout < time.Second {
 		bad("attach-timeout", "must be at least 1s, got %s", c.AttachTimeout)
+	}
+	if c.MaxRenderedBytesPerRequest < 64<<10 {
+		bad("max-rendered-bytes-per-request", "must be at least 64KiB, got %d bytes", c.MaxRenderedBytesPerRequest)
+	}
+	if c.AccountDailyBytes < 64<<10 {
+		bad("account-daily-bytes", "must be at least 64KiB, got %d bytes", c.AccountDailyBytes)
 	}
 	if c.ValidationSMTPProbe && strings.TrimSpace(c.ValidationHelo) == "" {
 		bad("validation-helo", "is required with --validation-smtp-probe: the name probes say EHLO with (a name whose A record points at this server)")

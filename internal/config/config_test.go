@@ -80,3 +80,25 @@ func TestErrorsNameTheSetting(t *testing.T) {
 		}
 	}
 }
+
+// Byte settings take a count or a binary unit, from flags and the
+// environment alike; a bad one names the setting.
+func TestByteSettings(t *testing.T) {
+	t.Parallel()
+	cfg, err := load(t, map[string]string{"POSTLINE_ACCOUNT_DAILY_BYTES": "2 GiB"}, "--max-rendered-bytes-per-request", "1MiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MaxRenderedBytesPerRequest != 1<<20 || cfg.AccountDailyBytes != 2<<30 {
+		t.Errorf("got %d and %d", cfg.MaxRenderedBytesPerRequest, cfg.AccountDailyBytes)
+	}
+	if cfg, _ := load(t, nil); cfg.MaxRenderedBytesPerRequest != 100<<20 || cfg.AccountDailyBytes != 10<<30 {
+		t.Errorf("defaults %d and %d, want 100 MiB and 10 GiB", cfg.MaxRenderedBytesPerRequest, cfg.AccountDailyBytes)
+	}
+	for _, args := range [][]string{{"--max-rendered-bytes-per-request", "100MB"}, {"--account-daily-bytes", "-1"},
+		{"--account-daily-bytes", "9999999TiB"}, {"--max-rendered-bytes-per-request", "1000"}} {
+		if _, err := load(t, nil, args...); err == nil || !strings.Contains(err.Error(), args[0][2:]) {
+			t.Errorf("%v: %v, want an error naming the setting", args, err)
+		}
+	}
+}

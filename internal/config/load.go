@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -102,6 +103,22 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 		"process attachments (watermarks, archives) in a child process with memory and time limits")
 	fs.IntVar(&cfg.AttachMemoryMiB, "attach-memory-limit", cfg.AttachMemoryMiB, "address-space limit of the attachment child process, in `MiB`")
 	fs.DurationVar(&cfg.AttachTimeout, "attach-timeout", cfg.AttachTimeout, "how long the attachment child process may run for one send")
+	fs.Func("max-rendered-bytes-per-request", "most bytes one send request may store, every recipient's rendered message and attachments together, "+
+		"e.g. 100MiB (default 100MiB); past it the request is a 413 and nothing is queued", func(s string) error {
+		n, err := parseBytes(s)
+		if err == nil {
+			cfg.MaxRenderedBytesPerRequest = n
+		}
+		return err
+	})
+	fs.Func("account-daily-bytes", "most bytes one account's sends may store in a UTC day, e.g. 10GiB (default 10GiB); past it sends are a 429 with Retry-After",
+		func(s string) error {
+			n, err := parseBytes(s)
+			if err == nil {
+				cfg.AccountDailyBytes = n
+			}
+			return err
+		})
 	fs.Func("domain-claim-ttl", "how long an unverified domain claim lasts before it is deleted, e.g. 72h or 3d (default 72h)", func(s string) error {
 		d, err := parseDays(s)
 		if err == nil {
@@ -257,6 +274,24 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parseBytes parses a byte count: a whole number, optionally with a unit
+// (KiB, MiB, GiB, TiB; a space before it is allowed).
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	num, shift := s, 0
+	for i, unit := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		if n, ok := strings.CutSuffix(s, unit); ok {
+			num, shift = strings.TrimSpace(n), 10*(i+1)
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("want a byte count such as 1048576, 512KiB, 100MiB or 10GiB, got %q", s)
+	}
+	return n << shift, nil
 }
 
 // parseDays parses a Go duration, or a whole number of days such as "30d"

@@ -47,7 +47,10 @@ func status(code apperr.Code, g group) int {
 // never show their text to clients.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, rt route, err error) {
 	var rl *rateLimited
-	if errors.As(err, &rl) {
+	if e, ok := apperr.As(err); ok && e.Code == apperr.RateLimited && e.RetryAfter > 0 {
+		rl = &rateLimited{retryAfter: e.RetryAfter, msg: e.Message}
+	}
+	if rl != nil || errors.As(err, &rl) {
 		w.Header().Set("Retry-After", strconv.Itoa(rl.retryAfter))
 		body := map[string]any{"success": false, "message": rl.Error()}
 		if rt.group == groupMailgun {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/postline/postline/internal/apperr"
@@ -48,6 +49,22 @@ func TestErrorShapes(t *testing.T) {
 		wb, _ := json.Marshal(want)
 		if w.Code != c.status || string(gb) != string(wb) {
 			t.Errorf("%s: %d %s, want %d %s", c.name, w.Code, gb, c.status, wb)
+		}
+	}
+}
+
+// A service's RateLimited error with RetryAfter (a volume budget) answers
+// as the request budget does: 429, Retry-After, the group's shape.
+func TestServiceRateLimitedCarriesRetryAfter(t *testing.T) {
+	t.Parallel()
+	s := &Server{Deps: Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	err := &apperr.Error{Code: apperr.RateLimited, Message: "The account stored its bytes for today.", RetryAfter: 9}
+	for rt, body := range map[group]string{groupDomainLog: `{"message":"The account stored its bytes for today.","success":false}`,
+		groupMailgun: `{"message":"The account stored its bytes for today."}`} {
+		w := httptest.NewRecorder()
+		s.writeError(w, httptest.NewRequest("POST", "/", nil), route{group: rt}, err)
+		if w.Code != 429 || w.Header().Get("Retry-After") != "9" || strings.TrimSpace(w.Body.String()) != body {
+			t.Errorf("group %v: %d Retry-After %q %s", rt, w.Code, w.Header().Get("Retry-After"), w.Body)
 		}
 	}
 }

@@ -66,7 +66,15 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, p account.Pr
 		acc, err = s.Sending.Accept(r.Context(), d, p.AccountID, req)
 	}
 	if err != nil {
-		if key != "" { // the request failed: the key may be used again
+		if _, partly := sending.Partly(err); partly && key != "" {
+			// Part of a batch is queued: a retry with the key must not send
+			// it again, so the key keeps this answer.
+			e, _ := apperr.As(err)
+			body, _ := json.Marshal(map[string]any{"error": e.Message})
+			if rerr := s.Sending.Remember(context.WithoutCancel(r.Context()), p.AccountID, d.Name, key, claim, status(e.Code, groupDomainLog), body); rerr != nil {
+				s.Logger.Warn("storing idempotency key failed", "error", rerr)
+			}
+		} else if key != "" { // the request failed: the key may be used again
 			if ferr := s.Sending.Forget(context.WithoutCancel(r.Context()), p.AccountID, d.Name, key, claim); ferr != nil {
 				s.Logger.Warn("releasing idempotency key failed", "error", ferr)
 			}

@@ -48,6 +48,7 @@ type Limiter struct {
 	counter Counter
 	now     func() time.Time
 	leases  *leases // nil: every request is counted by the Counter itself
+	volume  volumeLeases
 }
 
 // New returns a Limiter; now may be nil for time.Now.

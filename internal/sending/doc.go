@@ -33,6 +33,15 @@
 // inbound route passes on, keeps the smuggling check but not the sender
 // rules, and keeps the message's trace.
 //
+// What a request stores is sized before its first commit: past
+// MaxRenderedBytes (every recipient's rendered message with its copy of
+// the attachments) it is refused whole, and its bytes count against the
+// account's bytes of the UTC day (Volume, DailyBytes). A batch
+// (recipient_variables: one message per recipient) is rendered once to
+// be sized, then rendered again and committed in chunks of at most 100
+// messages or 8 MiB; a database failure between chunks leaves the
+// committed ones queued and says so (PartlyQueued).
+//
 // # Delivery states
 //
 //	pending ──claim──▶ sending ──2xx──────────────▶ delivered

@@ -34,6 +34,35 @@ func percent(s string, vars map[string]any) string {
 	})
 }
 
+// percentSize is at least the length of a recipient's message in
+// Mailgun's syntax (the header values and parts), found without building
+// it: %recipient.KEY% can print a large value many times over, so the
+// message is sized before it is built. Each value is printed once.
+func (p personal) percentSize(vars map[string]any) int64 {
+	printed := map[string]int{}
+	size := func(s string) int64 {
+		n := int64(len(s))
+		if !strings.Contains(s, "%recipient.") {
+			return n
+		}
+		for _, m := range recipientVarRE.FindAllStringSubmatchIndex(s, -1) {
+			key := s[m[2]:m[3]]
+			l, ok := printed[key]
+			if !ok {
+				l = len(printValue(vars[key]))
+				printed[key] = l
+			}
+			n += int64(l - (m[1] - m[0]))
+		}
+		return n
+	}
+	n := size(p.src.Subject) + size(p.src.Text) + size(p.src.HTML)
+	for k, v := range p.srcHeaders {
+		n += int64(len(k)) + size(v)
+	}
+	return n
+}
+
 func printValue(v any) string {
 	switch x := v.(type) {
 	case nil:

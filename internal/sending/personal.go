@@ -36,6 +36,8 @@ type personal struct {
 	percent    bool
 	src        templates.Rendered
 	srcHeaders map[string]string
+	// deadline, when set, is when a batch's renders together must end.
+	deadline time.Time
 }
 
 func (p personal) batch() bool { return p.perRecipient != nil }
@@ -184,21 +186,26 @@ func recipientVariables(fe apperr.FieldErrors, raw string, max int) map[string]m
 	return out
 }
 
-// renderFor renders the batch message of one recipient: the request's
-// variables overlaid with the recipient's own.
-func (p personal) renderFor(to string) (templates.Rendered, map[string]string, error) {
+// varsFor is the request's variables overlaid with the recipient's own.
+func (p personal) varsFor(to string) map[string]any {
 	vars := maps.Clone(p.vars)
 	if vars == nil {
 		vars = map[string]any{}
 	}
 	maps.Copy(vars, p.perRecipient[to])
+	return vars
+}
+
+// renderFor renders the batch message of one recipient with vars
+// (varsFor).
+func (p personal) renderFor(to string, vars map[string]any) (templates.Rendered, map[string]string, error) {
 	var out templates.Rendered
 	var headers map[string]string
 	var err error
 	if p.percent {
 		out, headers = p.renderPercent(vars)
 	} else {
-		out, err = p.compiled.Render(vars)
+		out, err = p.compiled.RenderBefore(vars, p.deadline)
 	}
 	if err == nil {
 		err = checkRendered(out)

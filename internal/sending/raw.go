@@ -95,6 +95,9 @@ func (s *Service) AcceptRaw(ctx context.Context, d domain.Domain, accountID int6
 		ds = append(ds, Delivery{DomainID: d.ID, MessageID: m.MessageID, Recipient: rc, State: StatePending,
 			NextAttemptAt: p.at(now), CreatedAt: now, Sender: snd.From, Subject: snd.Subject, Tags: snd.Tags})
 	}
+	if err := s.spendDaily(ctx, accountID, int64(len(m.Data)+len(m.HTML))); err != nil {
+		return Accepted{}, err
+	}
 	details := queuedDetails(0, p, now)
 	delete(details, "attachments")
 	details["via"] = "smtp"

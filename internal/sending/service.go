@@ -15,6 +15,7 @@ import (
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/message"
 	"github.com/postline/postline/internal/suppression"
+	"github.com/postline/postline/internal/templates"
 )
 
 // Config configures the Service.
@@ -28,6 +29,18 @@ type Config struct {
 	Templates TemplateLoader
 	// MaxSchedule bounds deliver_at (default DefaultMaxSchedule).
 	MaxSchedule time.Duration
+	// CheckFiles runs attach.Validate's checks of a request's files, in the
+	// attachment child process (attachproc.Runner.Check); nil runs them
+	// here.
+	CheckFiles func(ctx context.Context, files []attach.File, opts attach.Options) error
+	// MaxRenderedBytes bounds what one request stores: every recipient's
+	// rendered message with its copy of the attachments (default
+	// DefaultMaxRenderedBytes).
+	MaxRenderedBytes int64
+	// Volume counts an account's stored bytes per UTC day against
+	// DailyBytes (default DefaultDailyBytes); nil counts nothing.
+	Volume     Volume
+	DailyBytes int64
 	// EnqueueLinger, when set, lets a group of accepted requests wait up
 	// to this long for the requests arriving with it while the load is
 	// concurrent (never after a group of one). Worth it where commits run
@@ -102,7 +115,11 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 	for i, a := range r.Attachments {
 		files[i] = attach.File{Name: a.Filename, ContentType: a.ContentType, Data: a.Data}
 	}
-	if err := attach.Validate(files, opts); err != nil {
+	check := attach.Validate
+	if s.cfg.CheckFiles != nil {
+		check = func(files []attach.File, opts attach.Options) error { return s.cfg.CheckFiles(ctx, files, opts) }
+	}
+	if err := check(files, opts); err != nil {
 		return Accepted{}, err
 	}
 	if !d.Verified() {
@@ -137,6 +154,14 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 	}
 	if p.batch() {
 		return s.acceptBatch(ctx, d, accountID, r, c, p, verdicts, now)
+	}
+	// One message for every recipient: stored once.
+	size := storedBytes(templates.Rendered{Subject: r.Subject, Text: r.Text, HTML: r.HTML}, c.headers, attachmentBytes(r.Attachments))
+	if size > s.maxRendered() {
+		return Accepted{}, s.tooMuchRendered("body", len(c.to), size)
+	}
+	if err := s.spendDaily(ctx, accountID, size); err != nil {
+		return Accepted{}, err
 	}
 	snd := &Send{DomainID: d.ID, AccountID: accountID, From: strings.TrimSpace(r.From), FromName: r.FromName,
 		ReplyTo: strings.TrimSpace(r.ReplyTo), Subject: r.Subject, Text: r.Text, HTML: r.HTML, Headers: c.headers,

@@ -73,15 +73,18 @@ func (c *RateCounter) writer() *sql.DB {
 	return c.db.w
 }
 
-// prune drops finished windows, at most once a minute per process. The
-// longest window is an hour, so anything that ended before the current
-// window of the caller began is dead.
+// prune drops finished windows, at most once a minute per process. Windows
+// are at most an hour long, except those of keys starting "day:" (a day):
+// an hour's window that ended before the caller's began is dead, and a
+// day's that ended before yesterday began.
 func (c *RateCounter) prune(ctx context.Context, before time.Time) {
 	now := time.Now().UnixMilli()
 	last := c.lastPrune.Load()
 	if now-last < int64(time.Minute/time.Millisecond) || !c.lastPrune.CompareAndSwap(last, now) {
 		return
 	}
-	cutoff := min(ms(before), now-int64(2*time.Hour/time.Millisecond))
-	c.db.w.ExecContext(ctx, `DELETE FROM rate_counters WHERE window_start < $1`, cutoff) //nolint:errcheck // best effort
+	hours := min(ms(before), now-int64(2*time.Hour/time.Millisecond))
+	days := min(ms(before), now-int64(49*time.Hour/time.Millisecond))
+	c.db.w.ExecContext(ctx, `DELETE FROM rate_counters WHERE window_start < $2 OR (window_start < $1 AND key NOT LIKE 'day:%')`, //nolint:errcheck // best effort
+		hours, days)
 }

@@ -198,6 +198,31 @@ func testRateCounter(t *testing.T, db *store.DB) {
 	if n, _ := c.Get(ctx, "k", w.Add(time.Minute)); n != 1 {
 		t.Fatalf("Reset reached the next window: %d, want 1", n)
 	}
+	testRateCounterPrune(t, db)
+}
+
+// testRateCounterPrune: finished windows are pruned, but a day's window
+// ("day:" keys, the daily byte budgets) outlives the hour an hour's
+// window is kept.
+func testRateCounterPrune(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	wall := time.Now().Truncate(time.Millisecond) // prune reads the wall clock
+	seed := store.NewRateCounter(db)
+	seed.Incr(ctx, "warm", wall, 1, time.Minute) // spends this instance's prune
+	rows := map[string]time.Time{"day:bytes:1": wall.Add(-25 * time.Hour), "day:bytes:2": wall.Add(-50 * time.Hour), "hour:1": wall.Add(-3 * time.Hour)}
+	for k, start := range rows {
+		if _, err := seed.Incr(ctx, k, start, 5, time.Nanosecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := store.NewRateCounter(db).Incr(ctx, "minute:1", wall, 1, time.Minute); err != nil { // prunes
+		t.Fatal(err)
+	}
+	for k, want := range map[string]int64{"day:bytes:1": 5, "day:bytes:2": 0, "hour:1": 0} {
+		if n, err := seed.Get(ctx, k, rows[k]); err != nil || n != want {
+			t.Errorf("after a prune %s = %d, %v; want %d", k, n, err, want)
+		}
+	}
 }
 
 // testInTxPanic: a panic inside a transaction, once recovered, leaves no

@@ -1,11 +1,13 @@
 package templates
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/mailgun/raymond/v2"
@@ -28,6 +30,9 @@ const (
 
 // Compiled is a template's three parts, parsed once.
 type Compiled struct {
+	// Name is what errors call the template ("" for a request's own
+	// subject, text and html rendered with variables).
+	Name                string
 	subject, html, text *raymond.Template
 	// paths are the variables each part uses outside blocks that change
 	// the context (each, with), for strict templates.
@@ -35,6 +40,7 @@ type Compiled struct {
 	// statements counts the {{value}} statements of all parts.
 	statements int
 	Strict     bool
+	timeout    time.Duration // RenderTimeout unless a test sets it
 }
 
 // Rendered is a template's output for one set of variables.
@@ -49,9 +55,26 @@ const budgetKey = "postline budget"
 type budget struct {
 	iterations int
 	bytes      int
+	deadline   time.Time
 }
 
-var errBudget = errors.New("budget")
+var (
+	errBudget   = errors.New("budget")
+	errDeadline = errors.New("deadline")
+)
+
+// check panics past the render's deadline: every block helper and every loop
+// iteration calls it, so a render past its time stops itself.
+func (b *budget) check() {
+	if b != nil && time.Now().After(b.deadline) {
+		panic(errDeadline)
+	}
+}
+
+func budgetOf(options *raymond.Options) *budget {
+	b, _ := options.Data(budgetKey).(*budget)
+	return b
+}
 
 // Compile parses the parts. A syntax error is a 422 naming the part.
 func Compile(subject, html, text string, strict bool) (*Compiled, error) {
@@ -63,6 +86,12 @@ func Compile(subject, html, text string, strict bool) (*Compiled, error) {
 	}{{"subject", subject, &c.subject}, {"html", html, &c.html}, {"text", text, &c.text}} {
 		if p.src == "" {
 			continue
+		}
+		if len(p.src) > MaxPartBytes {
+			return nil, apperr.Field(p.field, fmt.Sprintf("The %s template must be at most %d bytes.", p.field, MaxPartBytes))
+		}
+		if err := precheck(p.src, p.field); err != nil {
+			return nil, err
 		}
 		prog, err := parser.Parse(p.src)
 		if err != nil {
@@ -77,7 +106,8 @@ func Compile(subject, html, text string, strict bool) (*Compiled, error) {
 		if err != nil {
 			return nil, apperr.Field(p.field, fmt.Sprintf("The %s template does not parse: %s", p.field, cleanErr(err)))
 		}
-		tpl.RegisterHelpers(map[string]any{"each": eachHelper, "log": func(string) string { return "" }})
+		tpl.RegisterHelpers(map[string]any{"each": eachHelper, "if": ifHelper, "unless": unlessHelper, "with": withHelper,
+			"log": func(string) string { return "" }})
 		*p.dst = tpl
 		c.statements += w.statements
 		for _, path := range w.paths {
@@ -91,8 +121,14 @@ func Compile(subject, html, text string, strict bool) (*Compiled, error) {
 
 // Render fills the parts with vars. The HTML part escapes values ({{{raw}}}
 // does not); the subject and text parts get them as they are, the subject
-// on one line.
+// on one line. It stops after RenderTimeout.
 func (c *Compiled) Render(vars map[string]any) (Rendered, error) {
+	return c.RenderBefore(vars, time.Time{})
+}
+
+// RenderBefore is Render with a deadline (zero: RenderTimeout from now),
+// for renders that share one: a batch's recipients together.
+func (c *Compiled) RenderBefore(vars map[string]any, deadline time.Time) (Rendered, error) {
 	if vars == nil {
 		vars = map[string]any{}
 	}
@@ -107,24 +143,36 @@ func (c *Compiled) Render(vars map[string]any) (Rendered, error) {
 		return Rendered{}, apperr.Field("variables", fmt.Sprintf("The template could render more than %d bytes with these variables (%d statements, a value of %d bytes).",
 			maxExpansion, c.statements, longest))
 	}
-	b := &budget{}
+	if deadline.IsZero() {
+		deadline = time.Now().Add(cmp.Or(c.timeout, RenderTimeout))
+	}
+	b := &budget{deadline: deadline}
 	var out Rendered
 	var err error
-	if out.HTML, err = exec(c.html, vars, b, "html"); err != nil {
+	if out.HTML, err = c.exec(c.html, vars, b, "html"); err != nil {
 		return out, err
 	}
 	plain := unescaped(vars).(map[string]any)
-	if out.Text, err = exec(c.text, plain, b, "text"); err != nil {
+	if out.Text, err = c.exec(c.text, plain, b, "text"); err != nil {
 		return out, err
 	}
-	if out.Subject, err = exec(c.subject, plain, b, "subject"); err != nil {
+	if out.Subject, err = c.exec(c.subject, plain, b, "subject"); err != nil {
 		return out, err
 	}
 	out.Subject = oneLine(out.Subject)
 	return out, nil
 }
 
-func exec(t *raymond.Template, vars any, b *budget, field string) (string, error) {
+// tooSlow is the answer for a render stopped at its deadline.
+func (c *Compiled) tooSlow() error {
+	limit := cmp.Or(c.timeout, RenderTimeout)
+	if c.Name == "" {
+		return apperr.Field("variables", fmt.Sprintf("The subject, text and html rendered with these variables took longer than %s, the limit of a render.", limit))
+	}
+	return apperr.Field("template", fmt.Sprintf("The template %s took longer than %s to render with these variables, the limit of a render.", c.Name, limit))
+}
+
+func (c *Compiled) exec(t *raymond.Template, vars any, b *budget, field string) (string, error) {
 	if t == nil {
 		return "", nil
 	}
@@ -132,6 +180,8 @@ func exec(t *raymond.Template, vars any, b *budget, field string) (string, error
 	data.Set(budgetKey, b)
 	s, err := t.ExecWith(vars, data)
 	switch {
+	case errors.Is(err, errDeadline):
+		return "", c.tooSlow()
 	case errors.Is(err, errBudget):
 		return "", apperr.Field("variables", fmt.Sprintf("The %s part renders more than %d bytes or %d loop iterations with these variables.",
 			field, MaxOutputBytes, maxIterations))
@@ -149,10 +199,11 @@ func eachHelper(ctx any, options *raymond.Options) any {
 	if !raymond.IsTrue(ctx) {
 		return options.Inverse()
 	}
-	b, _ := options.Data(budgetKey).(*budget)
+	b := budgetOf(options)
 	var sb strings.Builder
 	body := func(item any, i, n int, key any) {
 		if b != nil {
+			b.check()
 			if b.iterations++; b.iterations > maxIterations {
 				panic(errBudget)
 			}
@@ -184,6 +235,39 @@ func eachHelper(ctx any, options *raymond.Options) any {
 		}
 	}
 	return sb.String()
+}
+
+// ifHelper, unlessHelper and withHelper are Handlebars' (raymond's,
+// includeZero too) with the render's deadline checked.
+func ifHelper(cond any, options *raymond.Options) any {
+	budgetOf(options).check()
+	if includedZero(options) || raymond.IsTrue(cond) {
+		return options.Fn()
+	}
+	return options.Inverse()
+}
+
+func unlessHelper(cond any, options *raymond.Options) any {
+	budgetOf(options).check()
+	if includedZero(options) || raymond.IsTrue(cond) {
+		return options.Inverse()
+	}
+	return options.Fn()
+}
+
+func withHelper(ctx any, options *raymond.Options) any {
+	budgetOf(options).check()
+	if raymond.IsTrue(ctx) {
+		return options.FnWith(ctx)
+	}
+	return options.Inverse()
+}
+
+// includedZero is raymond's includeZero=true with a first parameter of 0.
+func includedZero(options *raymond.Options) bool {
+	on, _ := options.HashProp("includeZero").(bool)
+	n, isInt := options.Param(0).(int)
+	return on && isInt && n == 0
 }
 
 // unescaped marks every string as safe, so the text and subject parts

@@ -99,12 +99,17 @@ func (in Input) check(withName bool) (*Compiled, error) {
 	if err := fe.Err(); err != nil {
 		return nil, err
 	}
-	return Compile(in.Subject, in.HTML, in.Text, in.Strict)
+	c, err := Compile(in.Subject, in.HTML, in.Text, in.Strict)
+	if c != nil {
+		c.Name = in.Name
+	}
+	return c, err
 }
 
 // Create stores version 1 of a new template.
 func (s *Service) Create(ctx context.Context, domainID int64, in Input) (Template, error) {
-	if _, err := in.check(true); err != nil {
+	c, err := in.check(true)
+	if err != nil {
 		return Template{}, err
 	}
 	t, err := s.store.CreateTemplate(ctx, Template{DomainID: domainID, Name: in.Name, Version: 1, Subject: in.Subject,
@@ -112,16 +117,24 @@ func (s *Service) Create(ctx context.Context, domainID int64, in Input) (Templat
 	if apperr.CodeOf(err) == apperr.Conflict {
 		return t, apperr.Errorf(apperr.Conflict, "A template named %s exists; PUT a new version of it instead.", in.Name)
 	}
+	if err == nil {
+		s.keep(t, c)
+	}
 	return t, err
 }
 
 // Update stores a new version, which becomes the active one.
 func (s *Service) Update(ctx context.Context, domainID int64, name string, in Input) (Template, error) {
-	if _, err := in.check(false); err != nil {
+	in.Name = name
+	c, err := in.check(false)
+	if err != nil {
 		return Template{}, err
 	}
 	t, err := s.store.AddVersion(ctx, Template{DomainID: domainID, Name: name, Subject: in.Subject, HTML: in.HTML,
 		Text: in.Text, Strict: in.Strict, CreatedAt: s.now()}, MaxVersions)
+	if err == nil {
+		s.keep(t, c)
+	}
 	return t, notFound(err, name)
 }
 
@@ -144,7 +157,8 @@ func (s *Service) Delete(ctx context.Context, domainID int64, name string) error
 	return notFound(s.store.DeleteTemplate(ctx, domainID, name), name)
 }
 
-// Load returns a version and its compiled form.
+// Load returns a version and its compiled form, compiled once per version
+// (a version's row never changes, so its id is the key).
 func (s *Service) Load(ctx context.Context, domainID int64, name string, version int) (Template, *Compiled, error) {
 	t, err := s.Get(ctx, domainID, name, version)
 	if err != nil {
@@ -159,13 +173,19 @@ func (s *Service) Load(ctx context.Context, domainID int64, name string, version
 	if c, err = Compile(t.Subject, t.HTML, t.Text, t.Strict); err != nil {
 		return t, nil, err
 	}
+	s.keep(t, c)
+	return t, c, nil
+}
+
+// keep caches a version's compiled form under its row id.
+func (s *Service) keep(t Template, c *Compiled) {
+	c.Name = fmt.Sprintf("%s (version %d)", t.Name, t.Version)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if len(s.compiled) >= maxCompiledEntries {
 		s.compiled = map[int64]*Compiled{}
 	}
 	s.compiled[t.ID] = c
-	s.mu.Unlock()
-	return t, c, nil
 }
 
 func notFound(err error, name string) error {
