@@ -106,6 +106,12 @@ func (s *rawSMTP) quit() []int {
 	}
 }
 
+// manySessions lifts the per-address and per-account session bounds for
+// tests that hold many sessions from 127.0.0.1.
+func manySessions(c *config.Config) {
+	c.SMTPMaxConnectionsPerIP, c.SubmissionSessionsPerAccount = 1000, 1000
+}
+
 // submissionSession is an authenticated session on the implicit TLS
 // submission listener.
 func submissionSession(t *testing.T, e *sendEnv, login, key string) *rawSMTP {
@@ -114,6 +120,7 @@ func submissionSession(t *testing.T, e *sendEnv, login, key string) *rawSMTP {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { conn.Close() })
 	s := dialRawSMTP(t, conn)
 	s.must("EHLO client.example")
 	s.must("AUTH PLAIN " + base64.StdEncoding.EncodeToString([]byte("\x00"+login+"\x00"+key)))
@@ -144,7 +151,9 @@ const resentDate = "Resent-Date: Tue, 24 Nov 2026 11:00:00 +0000\r\n"
 func TestSenderRulesOnEveryDoor(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, d store.Dialect) {
-		e := startSubmission(t, d, nil)
+		// Each case opens its own session and leaves it open until the test
+		// ends: more than one address's and one account's bound.
+		e := startSubmission(t, d, manySessions)
 		bob := e.NewUser("bob")
 		e.NewDomain(bob, "bob.example.org")
 		e.NewDomain(e.user, "mine.example.net") // alice's other verified domain

@@ -26,7 +26,7 @@ func TestSignInParallelGuesses(t *testing.T) {
 	for _, d := range testutil.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			env := apitest.Start(t, d, func(c *config.Config) { c.AuthAttemptsPerAddress = 1000 })
+			env := apitest.Start(t, d, func(c *config.Config) { c.AuthAttemptsPerAddress = 1000; manySessions(c) })
 			ctx := context.Background()
 			for _, login := range []string{"alice", "bob"} {
 				env.NewUser(login)
@@ -85,7 +85,7 @@ func TestSubmissionAuthParallelGuesses(t *testing.T) {
 	for _, d := range testutil.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			e := startSubmission(t, d, func(c *config.Config) { c.AuthAttemptsPerAddress = 1000 })
+			e := startSubmission(t, d, func(c *config.Config) { c.AuthAttemptsPerAddress = 1000; manySessions(c) })
 			bob := e.NewUser("bob")
 			codes := map[int]int{}
 			var mu sync.Mutex
