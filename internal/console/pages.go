@@ -97,7 +97,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	case "":
 		at.Succeeded(ctx) //nolint:errcheck // signed in either way
 	case apperr.Unauthorized, apperr.AuthMissing:
-		// Counted by Begin.
+		at.Failed() // counted by Begin
 		again(http.StatusUnauthorized, "The login, API key or password is not right, or the account is disabled.")
 		return
 	case apperr.RateLimited:

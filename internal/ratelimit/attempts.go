@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,6 +25,55 @@ type Attempts struct {
 	// not share a budget ("" shares them: a guesser cannot move from the
 	// console to SMTP to get fresh tries).
 	Prefix string
+	// Wait is how long a blocked attempt waits for this process's
+	// attempts in flight at the same login or address to end (0 means
+	// 2 s): they hold slots that a success gives back, so a client opening
+	// many sessions at once with the right key is never refused for its
+	// own parallelism.
+	Wait time.Duration
+
+	flightOnce sync.Once
+	flights    *flights
+}
+
+// flights counts a process's attempts between Begin and their outcome,
+// per key, and wakes the blocked attempts waiting for one to end.
+type flights struct {
+	mu      sync.Mutex
+	n       map[string]int
+	changed chan struct{}
+}
+
+func (f *flights) add(d int, keys ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range keys {
+		if f.n[k] += d; f.n[k] <= 0 {
+			delete(f.n, k)
+		}
+	}
+	if d < 0 {
+		close(f.changed)
+		f.changed = make(chan struct{})
+	}
+}
+
+// busy reports whether an attempt at one of keys is in flight, and the
+// channel closed when one ends.
+func (f *flights) busy(keys ...string) (bool, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range keys {
+		if f.n[k] > 0 {
+			return true, f.changed
+		}
+	}
+	return false, nil
+}
+
+func (a *Attempts) inFlight() *flights {
+	a.flightOnce.Do(func() { a.flights = &flights{n: map[string]int{}, changed: make(chan struct{})} })
+	return a.flights
 }
 
 // Attempt is one credential check, counted by Begin. Its zero value (from
@@ -61,11 +111,45 @@ func (a *Attempts) keys(login, addr string) (string, string) {
 
 // Begin counts one attempt against login and addr before it is checked.
 // Unless the answer is Blocked, the caller checks the credentials and then
-// calls Succeeded, or Uncounted when nothing was checked after all; a
-// failure needs no call (it was counted here). An error means the counts
+// calls Succeeded, Failed, or Uncounted when nothing was checked after
+// all. A blocked attempt first waits (Wait) for this process's attempts in
+// flight at the same login or address, whose success may free a slot. An error means the counts
 // could not be read or written; the caller decides whether to check
 // anyway.
 func (a *Attempts) Begin(ctx context.Context, login, addr string) (Attempt, error) {
+	wait := a.Wait
+	if wait <= 0 {
+		wait = 2 * time.Second
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	lk, ak := a.keys(login, addr)
+	f := a.inFlight()
+	for {
+		at, err := a.begin(ctx, login, addr)
+		if err != nil || !at.Blocked {
+			if at.counted {
+				f.add(1, lk, ak)
+			}
+			return at, err
+		}
+		// Blocked: by failures, or by attempts still being checked here
+		// whose success would give their slots back.
+		busy, changed := f.busy(lk, ak)
+		if !busy {
+			return at, nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return at, nil
+		case <-ctx.Done():
+			return at, nil
+		}
+	}
+}
+
+func (a *Attempts) begin(ctx context.Context, login, addr string) (Attempt, error) {
 	perLogin, perAddr, window := a.limits()
 	c := a.Limiter.counter
 	start := a.Limiter.now().Truncate(window)
@@ -112,6 +196,7 @@ func (t Attempt) Succeeded(ctx context.Context) error {
 		return nil
 	}
 	lk, ak := t.a.keys(t.login, t.addr)
+	defer t.a.inFlight().add(-1, lk, ak)
 	c := t.a.Limiter.counter
 	if err := c.Decr(ctx, ak, t.start); err != nil {
 		return err
@@ -130,6 +215,7 @@ func (t Attempt) Uncounted(ctx context.Context) error {
 		return nil
 	}
 	lk, ak := t.a.keys(t.login, t.addr)
+	defer t.a.inFlight().add(-1, lk, ak)
 	c := t.a.Limiter.counter
 	if err := c.Decr(ctx, ak, t.start); err != nil {
 		return err
@@ -138,4 +224,14 @@ func (t Attempt) Uncounted(ctx context.Context) error {
 		return nil
 	}
 	return c.Decr(ctx, lk, t.start)
+}
+
+// Failed records that the attempt's credentials were wrong: it stays
+// counted (Begin counted it) and no longer holds back the attempts waiting
+// for it.
+func (t Attempt) Failed() {
+	if t.counted {
+		lk, ak := t.a.keys(t.login, t.addr)
+		t.a.inFlight().add(-1, lk, ak)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -164,12 +165,53 @@ func TestAttemptsParallelGuesses(t *testing.T) {
 						mu.Lock()
 						checked++
 						mu.Unlock()
+						time.Sleep(time.Millisecond) // the check
+						at.Failed()
 					}
 				}()
 			}
 			wg.Wait()
 			if checked != 10 {
 				t.Fatalf("%d of 150 parallel guesses were let through to be checked, want exactly 10", checked)
+			}
+		})
+	}
+}
+
+// TestAttemptsParallelSuccesses: a client opening 40 sessions at once with
+// the right key, four times the login's limit, is never refused: the
+// attempts past the limit wait for those in flight, whose successes give
+// their slots back.
+func TestAttemptsParallelSuccesses(t *testing.T) {
+	t.Parallel()
+	for name, c := range counters(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			a := &Attempts{Limiter: New(c, nil), PerLogin: 10, PerAddress: 10, Prefix: t.Name()}
+			var wg sync.WaitGroup
+			var blocked atomic.Int64
+			for range 40 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					at, err := a.Begin(context.Background(), "app", "192.0.2.1")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if at.Blocked {
+						blocked.Add(1)
+						return
+					}
+					time.Sleep(5 * time.Millisecond) // the check
+					if err := at.Succeeded(context.Background()); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			if n := blocked.Load(); n > 0 {
+				t.Fatalf("%d of 40 parallel sign-ins with the right key were refused, want none", n)
 			}
 		})
 	}

@@ -81,6 +81,7 @@ func (ss *session) authenticate(login, key string) error {
 	case "":
 		at.Succeeded(ctx) //nolint:errcheck // authenticated either way
 	case apperr.Unauthorized, apperr.AuthMissing:
+		at.Failed()
 		ss.outcome = "auth_failed" // counted by Begin
 		log.Info("submission: AUTH failed", "reason", apperr.CodeOf(err))
 		return errBadCredentials
