@@ -72,7 +72,8 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request, s *account.Ses
 	return nil
 }
 
-// jobResults downloads a job's results as CSV, in input order.
+// jobResults downloads a job's results as CSV, in input order, every cell
+// safe to open in a spreadsheet (validation.SpreadsheetSafe).
 func (c *Console) jobResults(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	j, err := c.jobFromPath(r, s)
 	if err != nil {
@@ -84,11 +85,11 @@ func (c *Console) jobResults(w http.ResponseWriter, r *http.Request, s *account.
 	cw.Write([]string{"email", "status", "reason", "warnings", "spamtrap_score", "suggestion"}) //nolint:errcheck // flushed below
 	err = c.deps.Jobs.Results(r.Context(), s.AccountID, j.ID, func(it validation.JobItem) error {
 		if it.Result == nil {
-			return cw.Write([]string{it.Email, "", "", "", "", ""})
+			return cw.Write(validation.SpreadsheetSafe([]string{it.Email, "", "", "", "", ""}))
 		}
 		res := *it.Result
-		return cw.Write([]string{it.Email, validation.Verdict(res), res.Reason, strings.Join(res.Warnings, " "),
-			strconv.FormatFloat(res.SpamtrapScore, 'f', 3, 64), res.Suggestion})
+		return cw.Write(validation.SpreadsheetSafe([]string{it.Email, validation.Verdict(res), res.Reason, strings.Join(res.Warnings, " "),
+			strconv.FormatFloat(res.SpamtrapScore, 'f', 3, 64), res.Suggestion}))
 	})
 	cw.Flush()
 	if err != nil {

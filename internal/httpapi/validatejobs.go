@@ -185,7 +185,9 @@ func notFoundJob(err error) error {
 
 // handleValidationJobResults streams the results in input order: CSV, or
 // JSON lines when the client accepts application/x-ndjson. Lines not yet
-// validated have an empty status (CSV) or "pending" (JSON).
+// validated have an empty status (CSV) or "pending" (JSON). CSV cells are
+// made safe for spreadsheets (validation.SpreadsheetSafe); JSON lines
+// carry the values as they are.
 func (s *Server) handleValidationJobResults(w http.ResponseWriter, r *http.Request, p account.Principal) error {
 	id, err := s.jobID(r)
 	if err != nil {
@@ -224,15 +226,16 @@ func (s *Server) handleValidationJobResults(w http.ResponseWriter, r *http.Reque
 			return err
 		}
 		if it.Result == nil {
-			return cw.Write([]string{it.Email, "", "", "", "", "", "", "", ""})
+			return cw.Write(validation.SpreadsheetSafe([]string{it.Email, "", "", "", "", "", "", "", ""}))
 		}
 		res := *it.Result
 		errText := ""
 		if res.Error != nil {
 			errText = *res.Error
 		}
-		return cw.Write([]string{it.Email, validation.Verdict(res), res.Reason, errText, strings.Join(res.Warnings, " "),
-			strconv.FormatFloat(res.SpamtrapScore, 'f', 3, 64), res.Suggestion, res.Deliverability, strings.Join(res.DeliverabilityReasons, " ")})
+		return cw.Write(validation.SpreadsheetSafe([]string{it.Email, validation.Verdict(res), res.Reason, errText,
+			strings.Join(res.Warnings, " "), strconv.FormatFloat(res.SpamtrapScore, 'f', 3, 64), res.Suggestion,
+			res.Deliverability, strings.Join(res.DeliverabilityReasons, " ")}))
 	})
 	if cw != nil {
 		cw.Flush()
