@@ -12,11 +12,11 @@ import (
 	"github.com/postline/postline/internal/validation"
 )
 
-// maxUpload bounds a list uploaded in the console (a million lines).
-const maxUpload = 64 << 20
-
 // uploadList queues a list-cleaning job from an uploaded CSV or text file
-// (the same reader as the API's) and shows its page.
+// (the same reader as the API's) and shows its page. The upload is bounded
+// where the console is mounted (httpapi: 64 MiB, as the API's) and in
+// lines here (validation.MaxJobLines); an account with its maximum of
+// unfinished jobs is told so (429).
 func (c *Console) uploadList(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	f, _, err := r.FormFile("file")
 	if err != nil {
@@ -33,6 +33,9 @@ func (c *Console) uploadList(w http.ResponseWriter, r *http.Request, s *account.
 	}
 	if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
 		return c.renderValidation(w, r, s, http.StatusUnprocessableEntity, fieldText(e))
+	}
+	if e, ok := apperr.As(err); ok && e.Code == apperr.RateLimited {
+		return c.renderValidation(w, r, s, http.StatusTooManyRequests, e.Message)
 	}
 	return err
 }

@@ -80,6 +80,11 @@ func (c *Console) form(fn pageFunc) http.Handler {
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return
 		}
+		if tooLarge(r) {
+			c.render(w, http.StatusRequestEntityTooLarge, "notfound", view{Title: "Too large", Session: &s,
+				Data: map[string]any{"Message": "This form is larger than the server accepts (a list upload: at most 64 MiB)."}})
+			return
+		}
 		if !sameOrigin(r) || !validCSRF(r, s.CSRF) {
 			c.render(w, http.StatusForbidden, "notfound", view{Title: "Forbidden", Session: &s,
 				Data: map[string]any{"Message": "This form could not be accepted: reload the page and try again."}})
@@ -109,6 +114,14 @@ func sameOrigin(r *http.Request) bool {
 		return false
 	}
 	return true
+}
+
+// tooLarge parses the form and reports a body cut at its limit (set where
+// the console is mounted), which would otherwise read as a missing CSRF
+// token.
+func tooLarge(r *http.Request) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(r.ParseMultipartForm(32<<20), &mbe)
 }
 
 func validCSRF(r *http.Request, want string) bool {

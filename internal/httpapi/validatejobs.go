@@ -52,7 +52,8 @@ func jobView(j validation.Job) jobJSON {
 
 // ReadAddressList reads an uploaded list: CSV (the first column; a first
 // row whose first cell holds no @ is a header) or plain text, one address
-// a line; blank lines are skipped. At most max lines.
+// a line; blank lines are skipped. At most max lines; a body cut at its
+// byte limit is returned as the *http.MaxBytesError.
 func ReadAddressList(r io.Reader, max int) ([]string, error) {
 	br := bufio.NewReader(r)
 	cr := csv.NewReader(br)
@@ -62,6 +63,10 @@ func ReadAddressList(r io.Reader, max int) ([]string, error) {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			return out, nil
+		}
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err // 413 naming the limit, not a malformed line
 		}
 		if err != nil {
 			return nil, apperr.Field("file", fmt.Sprintf("line %d cannot be read as CSV or text: %v", line+1, err))
