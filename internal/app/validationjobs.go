@@ -22,5 +22,5 @@ func (a *App) openValidationJobs() {
 		return res.Allowed, res.Reset
 	}
 	a.ValidationJobs = validation.NewJobs(store.NewValidationJobs(a.DB), a.Validator, budget,
-		validation.JobsConfig{Logger: a.Logger, Lease: a.Config.ValidationJobLease})
+		validation.JobsConfig{Logger: a.Logger, Lease: a.Config.ValidationJobLease, MaxOpen: a.Config.ValidationJobsPerAccount})
 }

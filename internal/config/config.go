@@ -121,9 +121,12 @@ type Config struct {
 	ValidationProbeTimeout      time.Duration // one address's probe, all its MX hosts
 	// ValidationJobLease is how long a process holds a list-cleaning job
 	// for one batch: a job whose process died goes on elsewhere after it.
-	ValidationJobLease      time.Duration
-	ValidationProbeCacheTTL time.Duration // how long a definitive probe finding is reused
-	ValidationCatchAllTTL   time.Duration // how long a domain's catch-all finding is reused
+	ValidationJobLease time.Duration
+	// ValidationJobsPerAccount is how many unfinished list-cleaning jobs
+	// one account may have (429 past it).
+	ValidationJobsPerAccount int
+	ValidationProbeCacheTTL  time.Duration // how long a definitive probe finding is reused
+	ValidationCatchAllTTL    time.Duration // how long a domain's catch-all finding is reused
 	// ValidationProbeRequestBudget bounds all the probes of one API request.
 	ValidationProbeRequestBudget time.Duration
 	// TrackingPerAddressPerMinute is how many opens, clicks and
@@ -212,6 +215,7 @@ func Default() Config {
 		ScheduleMaxAhead:             7 * 24 * time.Hour,
 		ValidationProbeTimeout:       15 * time.Second,
 		ValidationJobLease:           2 * time.Minute,
+		ValidationJobsPerAccount:     3,
 		ValidationProbeCacheTTL:      24 * time.Hour,
 		ValidationCatchAllTTL:        24 * time.Hour,
 		ValidationProbeRequestBudget: time.Minute,
@@ -418,6 +422,9 @@ func (c Config) Validate() error {
 	}
 	if c.ValidationJobLease < time.Second {
 		bad("validation-job-lease", "must be at least 1s, got %s", c.ValidationJobLease)
+	}
+	if c.ValidationJobsPerAccount < 1 {
+		bad("validation-jobs-per-account", "must be at least 1, got %d", c.ValidationJobsPerAccount)
 	}
 	if c.ValidationProbeCacheTTL < time.Minute {
 		bad("validation-probe-cache-ttl", "must be at least 1m, got %s", c.ValidationProbeCacheTTL)

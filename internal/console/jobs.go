@@ -12,11 +12,11 @@ import (
 	"github.com/postline/postline/internal/validation"
 )
 
-// maxUpload bounds a list uploaded in the console (a million lines).
-const maxUpload = 64 << 20
-
 // uploadList queues a list-cleaning job from an uploaded CSV or text file
-// (the same reader as the API's) and shows its page.
+// (the same reader as the API's) and shows its page. The upload is bounded
+// where the console is mounted (httpapi: 64 MiB, as the API's) and in
+// lines here (validation.MaxJobLines); an account with its maximum of
+// unfinished jobs is told so (429).
 func (c *Console) uploadList(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	f, _, err := r.FormFile("file")
 	if err != nil {
@@ -33,6 +33,9 @@ func (c *Console) uploadList(w http.ResponseWriter, r *http.Request, s *account.
 	}
 	if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
 		return c.renderValidation(w, r, s, http.StatusUnprocessableEntity, fieldText(e))
+	}
+	if e, ok := apperr.As(err); ok && e.Code == apperr.RateLimited {
+		return c.renderValidation(w, r, s, http.StatusTooManyRequests, e.Message)
 	}
 	return err
 }
@@ -72,7 +75,8 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request, s *account.Ses
 	return nil
 }
 
-// jobResults downloads a job's results as CSV, in input order.
+// jobResults downloads a job's results as CSV, in input order, every cell
+// safe to open in a spreadsheet (validation.SpreadsheetSafe).
 func (c *Console) jobResults(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	j, err := c.jobFromPath(r, s)
 	if err != nil {
@@ -84,11 +88,11 @@ func (c *Console) jobResults(w http.ResponseWriter, r *http.Request, s *account.
 	cw.Write([]string{"email", "status", "reason", "warnings", "spamtrap_score", "suggestion"}) //nolint:errcheck // flushed below
 	err = c.deps.Jobs.Results(r.Context(), s.AccountID, j.ID, func(it validation.JobItem) error {
 		if it.Result == nil {
-			return cw.Write([]string{it.Email, "", "", "", "", ""})
+			return cw.Write(validation.SpreadsheetSafe([]string{it.Email, "", "", "", "", ""}))
 		}
 		res := *it.Result
-		return cw.Write([]string{it.Email, validation.Verdict(res), res.Reason, strings.Join(res.Warnings, " "),
-			strconv.FormatFloat(res.SpamtrapScore, 'f', 3, 64), res.Suggestion})
+		return cw.Write(validation.SpreadsheetSafe([]string{it.Email, validation.Verdict(res), res.Reason, strings.Join(res.Warnings, " "),
+			strconv.FormatFloat(res.SpamtrapScore, 'f', 3, 64), res.Suggestion}))
 	})
 	cw.Flush()
 	if err != nil {

@@ -3,7 +3,6 @@ package console
 import (
 	"crypto/subtle"
 	"errors"
-	"mime"
 	"net/http"
 	"net/url"
 
@@ -84,11 +83,12 @@ func (c *Console) form(fn pageFunc) http.Handler {
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return
 		}
-		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
-			// Files past a mebibyte wait in temporary files (net/http
-			// removes them after the request), not in memory: the form's
-			// default keeps 32 MiB of an unfinished upload on the heap.
-			r.ParseMultipartForm(maxFormMemory) //nolint:errcheck // a bad form fails the CSRF check below
+		// Parsing the form first: files past a mebibyte wait in temporary
+		// files (net/http removes them after the request), not in memory.
+		if tooLarge(r) {
+			c.render(w, http.StatusRequestEntityTooLarge, "notfound", view{Title: "Too large", Session: &s,
+				Data: map[string]any{"Message": "This form is larger than the server accepts (a list upload: at most 64 MiB)."}})
+			return
 		}
 		if !sameOrigin(r) || !validCSRF(r, s.CSRF) {
 			c.render(w, http.StatusForbidden, "notfound", view{Title: "Forbidden", Session: &s,
@@ -119,6 +119,14 @@ func sameOrigin(r *http.Request) bool {
 		return false
 	}
 	return true
+}
+
+// tooLarge parses the form and reports a body cut at its limit (set where
+// the console is mounted), which would otherwise read as a missing CSRF
+// token.
+func tooLarge(r *http.Request) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(r.ParseMultipartForm(maxFormMemory), &mbe)
 }
 
 func validCSRF(r *http.Request, want string) bool {

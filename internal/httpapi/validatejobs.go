@@ -52,7 +52,8 @@ func jobView(j validation.Job) jobJSON {
 
 // ReadAddressList reads an uploaded list: CSV (the first column; a first
 // row whose first cell holds no @ is a header) or plain text, one address
-// a line; blank lines are skipped. At most max lines.
+// a line; blank lines are skipped. At most max lines; a body cut at its
+// byte limit is returned as the *http.MaxBytesError.
 func ReadAddressList(r io.Reader, max int) ([]string, error) {
 	br := bufio.NewReader(r)
 	cr := csv.NewReader(br)
@@ -62,6 +63,10 @@ func ReadAddressList(r io.Reader, max int) ([]string, error) {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			return out, nil
+		}
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err // 413 naming the limit, not a malformed line
 		}
 		if err != nil {
 			return nil, apperr.Field("file", fmt.Sprintf("line %d cannot be read as CSV or text: %v", line+1, err))
@@ -185,7 +190,9 @@ func notFoundJob(err error) error {
 
 // handleValidationJobResults streams the results in input order: CSV, or
 // JSON lines when the client accepts application/x-ndjson. Lines not yet
-// validated have an empty status (CSV) or "pending" (JSON).
+// validated have an empty status (CSV) or "pending" (JSON). CSV cells are
+// made safe for spreadsheets (validation.SpreadsheetSafe); JSON lines
+// carry the values as they are.
 func (s *Server) handleValidationJobResults(w http.ResponseWriter, r *http.Request, p account.Principal) error {
 	id, err := s.jobID(r)
 	if err != nil {
@@ -224,15 +231,16 @@ func (s *Server) handleValidationJobResults(w http.ResponseWriter, r *http.Reque
 			return err
 		}
 		if it.Result == nil {
-			return cw.Write([]string{it.Email, "", "", "", "", "", "", "", ""})
+			return cw.Write(validation.SpreadsheetSafe([]string{it.Email, "", "", "", "", "", "", "", ""}))
 		}
 		res := *it.Result
 		errText := ""
 		if res.Error != nil {
 			errText = *res.Error
 		}
-		return cw.Write([]string{it.Email, validation.Verdict(res), res.Reason, errText, strings.Join(res.Warnings, " "),
-			strconv.FormatFloat(res.SpamtrapScore, 'f', 3, 64), res.Suggestion, res.Deliverability, strings.Join(res.DeliverabilityReasons, " ")})
+		return cw.Write(validation.SpreadsheetSafe([]string{it.Email, validation.Verdict(res), res.Reason, errText,
+			strings.Join(res.Warnings, " "), strconv.FormatFloat(res.SpamtrapScore, 'f', 3, 64), res.Suggestion,
+			res.Deliverability, strings.Join(res.DeliverabilityReasons, " ")}))
 	})
 	if cw != nil {
 		cw.Flush()

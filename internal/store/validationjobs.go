@@ -36,51 +36,17 @@ func scanJob(row interface{ Scan(...any) error }) (validation.Job, error) {
 	return j, err
 }
 
-// CreateJob implements validation.JobStore: the job and its items in one
-// transaction, items in multi-row inserts.
-func (s ValidationJobs) CreateJob(ctx context.Context, accountID int64, emails []string, checkMailbox bool, now time.Time) (validation.Job, error) {
-	var j validation.Job
-	err := s.db.InTx(ctx, func(q Querier) error {
-		var id int64
-		if err := q.QueryRowContext(ctx, `INSERT INTO validation_jobs (account_id, status, total, created_at, updated_at, check_mailbox)
-			VALUES ($1, 'queued', $2, $3, $3, $4) RETURNING id`, accountID, len(emails), ms(now), b2i(checkMailbox)).Scan(&id); err != nil {
-			return err
-		}
-		rows := make([][]any, 0, 500)
-		flush := func() error {
-			if len(rows) == 0 {
-				return nil
-			}
-			err := insertValues(ctx, q, `INSERT INTO validation_job_items (job_id, idx, email) VALUES `, rows)
-			rows = rows[:0]
-			return err
-		}
-		for i, e := range emails {
-			if rows = append(rows, []any{id, i, e}); len(rows) == 500 {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-		if err := flush(); err != nil {
-			return err
-		}
-		var err error
-		j, err = scanJob(q.QueryRowContext(ctx, `SELECT `+jobCols+` FROM validation_jobs WHERE id = $1`, id))
-		return err
-	})
-	return j, notFound(err, "validation job")
-}
-
 // Job implements validation.JobStore.
 func (s ValidationJobs) Job(ctx context.Context, accountID, id int64) (validation.Job, error) {
-	j, err := scanJob(s.db.rd.QueryRowContext(ctx, `SELECT `+jobCols+` FROM validation_jobs WHERE id = $1 AND account_id = $2`, id, accountID))
+	j, err := scanJob(s.db.rd.QueryRowContext(ctx, `SELECT `+jobCols+` FROM validation_jobs
+		WHERE id = $1 AND account_id = $2 AND status <> 'loading'`, id, accountID))
 	return j, notFound(err, "validation job")
 }
 
 // Jobs implements validation.JobStore.
 func (s ValidationJobs) Jobs(ctx context.Context, accountID int64, limit int) ([]validation.Job, error) {
-	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+jobCols+` FROM validation_jobs WHERE account_id = $1 ORDER BY id DESC LIMIT $2`, accountID, limit)
+	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+jobCols+` FROM validation_jobs
+		WHERE account_id = $1 AND status <> 'loading' ORDER BY id DESC LIMIT $2`, accountID, limit)
 	if err != nil {
 		return nil, notFound(err, "validation jobs")
 	}
@@ -229,16 +195,29 @@ func (s ValidationJobs) SaveResults(ctx context.Context, jobID int64, owner stri
 				risky++
 			}
 		}
-		var pending int
-		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM validation_job_items WHERE job_id = $1 AND result IS NULL`, jobID).Scan(&pending); err != nil {
+		// The items are the lowest pending ones, so every line below the
+		// first has its result: the search for one still pending starts
+		// there, rather than counting a million lines in the writer's
+		// transaction at every batch.
+		from := 0
+		if len(items) > 0 {
+			from = items[0].Index
+			for _, it := range items {
+				from = min(from, it.Index)
+			}
+		}
+		var one int
+		err := q.QueryRowContext(ctx, `SELECT 1 FROM validation_job_items WHERE job_id = $1 AND idx >= $2 AND result IS NULL
+			LIMIT 1`, jobID, from).Scan(&one)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		done = pending == 0
+		done = errors.Is(err, sql.ErrNoRows)
 		status = validation.JobRunning
 		if done {
 			status = validation.JobDone
 		}
-		_, err := q.ExecContext(ctx, `UPDATE validation_jobs SET done = done + $2, valid = valid + $3, invalid = invalid + $4,
+		_, err = q.ExecContext(ctx, `UPDATE validation_jobs SET done = done + $2, valid = valid + $3, invalid = invalid + $4,
 			risky = risky + $5, status = $6, updated_at = $7, lease_owner = CASE WHEN $6 = 'done' THEN NULL ELSE lease_owner END,
 			deliverable = deliverable + $8, undeliverable = undeliverable + $9, risky_deliverability = risky_deliverability + $10,
 			unknown_deliverability = unknown_deliverability + $11
@@ -254,13 +233,4 @@ func (s ValidationJobs) WaitJob(ctx context.Context, jobID int64, owner string, 
 	_, err := s.db.w.ExecContext(ctx, `UPDATE validation_jobs SET waiting_until = $3, lease_owner = NULL, lease_until = NULL,
 		updated_at = $4 WHERE id = $1 AND lease_owner = $2`, jobID, owner, ms(until), ms(now))
 	return notFound(err, "validation job")
-}
-
-// DeleteJobsBefore implements validation.JobStore.
-func (s ValidationJobs) DeleteJobsBefore(ctx context.Context, t time.Time) (int64, error) {
-	res, err := s.db.w.ExecContext(ctx, `DELETE FROM validation_jobs WHERE status IN ('done', 'cancelled', 'failed') AND updated_at < $1`, ms(t))
-	if err != nil {
-		return 0, notFound(err, "validation jobs")
-	}
-	return res.RowsAffected()
 }

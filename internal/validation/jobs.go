@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -11,8 +12,10 @@ import (
 	"github.com/postline/postline/internal/apperr"
 )
 
-// Job states.
+// Job states. A job is loading while its lines are being stored (never
+// shown, never claimed); it is queued once they all are.
 const (
+	JobLoading   = "loading"
 	JobQueued    = "queued"
 	JobRunning   = "running"
 	JobDone      = "done"
@@ -22,6 +25,26 @@ const (
 
 // MaxJobLines bounds one list-cleaning job.
 const MaxJobLines = 1_000_000
+
+// LoadAbandonedAfter is how long after its creation a job still loading
+// is taken for abandoned (its process died while storing its lines): it
+// no longer counts against the account's unfinished jobs and is deleted.
+// Storing a million lines takes well under a minute.
+const LoadAbandonedAfter = time.Hour
+
+// ErrTooManyJobs is the store's answer when the account already has its
+// maximum of unfinished jobs.
+var ErrTooManyJobs = errors.New("validation: the account has its maximum of unfinished jobs")
+
+// NewJob is a job to create.
+type NewJob struct {
+	AccountID    int64
+	Emails       []string // in input order
+	CheckMailbox bool
+	// MaxOpen is how many unfinished jobs (loading, queued or running)
+	// the account may have, this one included; 0: any number.
+	MaxOpen int
+}
 
 // Job is a list-cleaning job: its addresses are validated in the
 // background, in input order, with the account's own history and budget.
@@ -46,9 +69,16 @@ type JobItem struct {
 	Result *Result
 }
 
-// JobStore keeps jobs. Missing rows (or another account's) are NotFound.
+// JobStore keeps jobs. Missing rows (or another account's, or one still
+// loading) are NotFound.
 type JobStore interface {
-	CreateJob(ctx context.Context, accountID int64, emails []string, checkMailbox bool, now time.Time) (Job, error)
+	// CreateJob stores a queued job with its lines, or ErrTooManyJobs when
+	// the account has j.MaxOpen unfinished jobs already (the count and the
+	// insert are atomic: concurrent uploads cannot pass the limit
+	// together). Its lines are stored in bounded transactions, so other
+	// writers are not held up by a long list; until the last one commits
+	// the job is loading.
+	CreateJob(ctx context.Context, j NewJob, now time.Time) (Job, error)
 	Job(ctx context.Context, accountID, id int64) (Job, error)
 	Jobs(ctx context.Context, accountID int64, limit int) ([]Job, error)
 	// CancelJob cancels a job that is not finished; a finished one is left.
@@ -62,12 +92,14 @@ type JobStore interface {
 	Pending(ctx context.Context, jobID int64, limit int) ([]JobItem, error)
 	// SaveResults stores results and moves the counters, while the lease
 	// is owner's; done is true when no item is pending any more (the job
-	// is then marked done).
+	// is then marked done). items are the job's lowest pending ones, as
+	// Pending returns them (or their first part).
 	SaveResults(ctx context.Context, jobID int64, owner string, items []JobItem, now time.Time) (done bool, err error)
 	// WaitJob releases a job until until (the account's budget is spent).
 	WaitJob(ctx context.Context, jobID int64, owner string, until, now time.Time) error
-	// DeleteJobsBefore removes finished jobs last changed before t.
-	DeleteJobsBefore(ctx context.Context, t time.Time) (int64, error)
+	// DeleteJobsBefore removes finished jobs last changed before finished,
+	// and jobs still loading that were created before abandoned.
+	DeleteJobsBefore(ctx context.Context, finished, abandoned time.Time) (int64, error)
 }
 
 // Budget takes one validation from an account's hourly budget: ok, or the
@@ -80,8 +112,10 @@ type JobsConfig struct {
 	Lease     time.Duration // default 2m
 	Poll      time.Duration // how often to look for work when idle (default 1s)
 	Retention time.Duration // finished jobs are deleted after this (default 7 days)
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// MaxOpen is how many unfinished jobs an account may have (default 3).
+	MaxOpen int
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Jobs is the list-cleaning service: the API and the console create and
@@ -110,6 +144,9 @@ func NewJobs(st JobStore, v *Validator, budget Budget, cfg JobsConfig) *Jobs {
 	if cfg.Retention <= 0 {
 		cfg.Retention = 7 * 24 * time.Hour
 	}
+	if cfg.MaxOpen <= 0 {
+		cfg.MaxOpen = 3
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -121,7 +158,8 @@ func NewJobs(st JobStore, v *Validator, budget Budget, cfg JobsConfig) *Jobs {
 	return &Jobs{store: st, v: v, budget: budget, cfg: cfg, owner: "jobs-" + hex.EncodeToString(b)}
 }
 
-// Create queues a job for emails (1 to MaxJobLines, in input order).
+// Create queues a job for emails (1 to MaxJobLines, in input order); an
+// account with MaxOpen unfinished jobs gets RateLimited.
 func (j *Jobs) Create(ctx context.Context, accountID int64, emails []string, checkMailbox bool) (Job, error) {
 	switch {
 	case checkMailbox && !j.v.Probing():
@@ -136,7 +174,13 @@ func (j *Jobs) Create(ctx context.Context, accountID int64, emails []string, che
 			return Job{}, apperr.Field(fmt.Sprintf("emails.%d", i), fmt.Sprintf("an address is at most %d bytes", maxInput))
 		}
 	}
-	return j.store.CreateJob(ctx, accountID, emails, checkMailbox, j.cfg.Now().UTC())
+	job, err := j.store.CreateJob(ctx, NewJob{AccountID: accountID, Emails: emails, CheckMailbox: checkMailbox, MaxOpen: j.cfg.MaxOpen},
+		j.cfg.Now().UTC())
+	if errors.Is(err, ErrTooManyJobs) {
+		return Job{}, apperr.Wrap(apperr.RateLimited, err, fmt.Sprintf("An account may have at most %d unfinished list-cleaning jobs "+
+			"(validation-jobs-per-account): wait for one to finish, or cancel one.", j.cfg.MaxOpen))
+	}
+	return job, err
 }
 
 // Get returns the account's job.
@@ -206,7 +250,7 @@ func (j *Jobs) RunOnce(ctx context.Context) bool {
 		return false
 	}
 	if !ok {
-		if n, err := j.store.DeleteJobsBefore(ctx, now.Add(-j.cfg.Retention)); err == nil && n > 0 {
+		if n, err := j.store.DeleteJobsBefore(ctx, now.Add(-j.cfg.Retention), now.Add(-LoadAbandonedAfter)); err == nil && n > 0 {
 			j.cfg.Logger.Info("validation jobs: deleted finished jobs", "count", n)
 		}
 		return false
