@@ -35,6 +35,8 @@ func (db *DB) InPipeline(ctx context.Context, fn func(q Querier) error) error {
 	if p.batch.Len() == 0 {
 		return nil
 	}
+	ctx, cancel := bound(ctx)
+	defer cancel()
 	conn, err := db.w.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("store: writer: %w", err)

@@ -39,7 +39,9 @@ func (p *preparedPool) stmt(ctx context.Context, query string) *sql.Stmt {
 	if ok || full {
 		return st
 	}
-	st, err := p.db.PrepareContext(ctx, query)
+	pctx, cancel := bound(ctx)
+	defer cancel()
+	st, err := p.db.PrepareContext(pctx, query)
 	if err != nil {
 		return nil // the unprepared call reports the error
 	}
@@ -55,6 +57,8 @@ func (p *preparedPool) stmt(ctx context.Context, query string) *sql.Stmt {
 
 // ExecContext implements Querier.
 func (p *preparedPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx, cancel := bound(ctx)
+	defer cancel()
 	if st := p.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -63,6 +67,7 @@ func (p *preparedPool) ExecContext(ctx context.Context, query string, args ...an
 
 // QueryContext implements Querier.
 func (p *preparedPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = boundOpen(ctx)
 	if st := p.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -71,6 +76,7 @@ func (p *preparedPool) QueryContext(ctx context.Context, query string, args ...a
 
 // QueryRowContext implements Querier.
 func (p *preparedPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = boundOpen(ctx)
 	if st := p.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}

@@ -29,7 +29,7 @@ func NewRateCounter(db *DB) *RateCounter { return &RateCounter{db: db} }
 func (c *RateCounter) Incr(ctx context.Context, key string, windowStart time.Time, by int64, expire time.Duration) (int64, error) {
 	var n int64
 	w := c.db.w
-	if c.db.relaxed != nil {
+	if c.db.relaxed.DB != nil {
 		w = c.db.relaxed
 	}
 	err := w.QueryRowContext(ctx, `INSERT INTO rate_counters (key, window_start, count) VALUES ($1, $2, $3)
