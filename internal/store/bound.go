@@ -3,33 +3,47 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"sync/atomic"
 	"time"
 )
 
 // callTimeoutKey marks a context whose database calls are bounded.
 type callTimeoutKey struct{}
 
+// callBudget is a marked context's bound, and whether one of its calls
+// ran out of it.
+type callBudget struct {
+	d       time.Duration
+	expired atomic.Bool
+}
+
 // WithCallTimeout marks ctx so that every database call made with it gives
-// up after d: the wait for a connection, a statement and the reading of its
-// rows, a whole transaction with its statements. A request must answer
-// (503) rather than hang on a database that stopped answering; background
+// up after d: the wait for a connection, a statement, a whole transaction
+// with its statements. Once one call has run out of time, later calls with
+// ctx give up at once: a request (a context marked per request) must answer
+// 503 after one timeout, not after one per call it would go on to make. A
+// request must not hang on a database that stopped answering; background
 // loops, migrations and copies are not marked, as their calls may rightly
 // take longer. d <= 0 leaves ctx unmarked.
 func WithCallTimeout(ctx context.Context, d time.Duration) context.Context {
 	if d <= 0 {
 		return ctx
 	}
-	return context.WithValue(ctx, callTimeoutKey{}, d)
+	return context.WithValue(ctx, callTimeoutKey{}, &callBudget{d: d})
 }
 
 // bound returns ctx bounded by its mark (unchanged when unmarked), and the
 // function that releases the bound once the call is over.
 func bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	d, ok := ctx.Value(callTimeoutKey{}).(time.Duration)
+	b, ok := ctx.Value(callTimeoutKey{}).(*callBudget)
 	if !ok {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, d)
+	if b.expired.Load() {
+		return context.WithDeadline(ctx, time.Now())
+	}
+	return context.WithTimeout(ctx, b.d)
 }
 
 // boundOpen is bound for calls whose results outlive the call (rows, a
@@ -41,6 +55,17 @@ func boundOpen(ctx context.Context) context.Context {
 	return ctx
 }
 
+// note records that a call made with bctx, derived by bound from ctx, ran
+// out of its time: err is the call's error.
+func note(ctx, bctx context.Context, err error) {
+	if err == nil || !errors.Is(bctx.Err(), context.DeadlineExceeded) || ctx.Err() != nil {
+		return // no error, or not the bound's: the caller's own deadline or cancellation
+	}
+	if b, ok := ctx.Value(callTimeoutKey{}).(*callBudget); ok {
+		b.expired.Store(true)
+	}
+}
+
 // pool is a connection pool whose calls honour WithCallTimeout.
 type pool struct{ *sql.DB }
 
@@ -48,33 +73,45 @@ var _ Querier = pool{}
 
 // ExecContext implements Querier.
 func (p pool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	ctx, cancel := bound(ctx)
+	bctx, cancel := bound(ctx)
 	defer cancel()
-	return p.DB.ExecContext(ctx, query, args...)
+	res, err := p.DB.ExecContext(bctx, query, args...)
+	note(ctx, bctx, err)
+	return res, err
 }
 
 // QueryContext implements Querier.
 func (p pool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return p.DB.QueryContext(boundOpen(ctx), query, args...)
+	bctx := boundOpen(ctx)
+	rows, err := p.DB.QueryContext(bctx, query, args...)
+	note(ctx, bctx, err)
+	return rows, err
 }
 
 // QueryRowContext implements Querier.
 func (p pool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return p.DB.QueryRowContext(boundOpen(ctx), query, args...)
+	bctx := boundOpen(ctx)
+	row := p.DB.QueryRowContext(bctx, query, args...)
+	note(ctx, bctx, row.Err()) // the statement has run; only scanning is left
+	return row
 }
 
 // Conn bounds the wait for a connection; the caller bounds its use.
 func (p pool) Conn(ctx context.Context) (*sql.Conn, error) {
-	ctx, cancel := bound(ctx)
+	bctx, cancel := bound(ctx)
 	defer cancel()
-	return p.DB.Conn(ctx)
+	c, err := p.DB.Conn(bctx)
+	note(ctx, bctx, err)
+	return c, err
 }
 
 // PrepareContext bounds preparing; the statement's calls bound themselves.
 func (p pool) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	ctx, cancel := bound(ctx)
+	bctx, cancel := bound(ctx)
 	defer cancel()
-	return p.DB.PrepareContext(ctx, query)
+	st, err := p.DB.PrepareContext(bctx, query)
+	note(ctx, bctx, err)
+	return st, err
 }
 
 // boundTx is a transaction begun under a bound: its statements share the

@@ -67,10 +67,12 @@ func TestPostgresFrozenAndDown(t *testing.T) {
 	}
 	db, proxy := openThroughProxy(t)
 	const limit = 300 * time.Millisecond
-	ctx := store.WithCallTimeout(context.Background(), limit)
+	// Each call is a request of its own: a request's calls after one
+	// timed out give up at once.
+	request := func() context.Context { return store.WithCallTimeout(context.Background(), limit) }
 	calls := storeCalls(db)
 	for name, call := range calls {
-		if err := call(ctx); err != nil {
+		if err := call(request()); err != nil {
 			t.Fatalf("%s before any fault: %v", name, err)
 		}
 	}
@@ -81,7 +83,7 @@ func TestPostgresFrozenAndDown(t *testing.T) {
 		fault.inject()
 		for name, call := range calls {
 			start := time.Now()
-			err := call(ctx)
+			err := call(request())
 			took := time.Since(start)
 			e, ok := apperr.As(apperr.Classify(err))
 			if !ok || e.Code != apperr.Unavailable || took > limit+time.Second {
@@ -90,7 +92,7 @@ func TestPostgresFrozenAndDown(t *testing.T) {
 		}
 		proxy.Resume()
 		for name, call := range calls {
-			if err := call(ctx); err != nil {
+			if err := call(request()); err != nil {
 				t.Errorf("%s, then back: %s: %v", fault.name, name, err)
 			}
 		}

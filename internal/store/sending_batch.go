@@ -96,21 +96,30 @@ func (c *stmtCache) stmt(ctx context.Context, q Querier, query string) *sql.Stmt
 
 func (c *stmtCache) exec(ctx context.Context, q Querier, query string, args ...any) (sql.Result, error) {
 	if st := c.stmt(ctx, q, query); st != nil {
-		return st.ExecContext(boundFor(ctx, q), args...)
+		bctx := boundFor(ctx, q)
+		res, err := st.ExecContext(bctx, args...)
+		note(ctx, bctx, err)
+		return res, err
 	}
 	return q.ExecContext(ctx, query, args...)
 }
 
 func (c *stmtCache) query(ctx context.Context, q Querier, query string, args ...any) (*sql.Rows, error) {
 	if st := c.stmt(ctx, q, query); st != nil {
-		return st.QueryContext(boundFor(ctx, q), args...)
+		bctx := boundFor(ctx, q)
+		rows, err := st.QueryContext(bctx, args...)
+		note(ctx, bctx, err)
+		return rows, err
 	}
 	return q.QueryContext(ctx, query, args...)
 }
 
 func (c *stmtCache) queryRow(ctx context.Context, q Querier, query string, args ...any) *sql.Row {
 	if st := c.stmt(ctx, q, query); st != nil {
-		return st.QueryRowContext(boundFor(ctx, q), args...)
+		bctx := boundFor(ctx, q)
+		row := st.QueryRowContext(bctx, args...)
+		note(ctx, bctx, row.Err())
+		return row
 	}
 	return q.QueryRowContext(ctx, query, args...)
 }

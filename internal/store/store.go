@@ -205,8 +205,6 @@ func (db *DB) InTxUnsynced(ctx context.Context, fn func(q Querier) error) error 
 	if db.Dialect != SQLite {
 		return db.InTx(ctx, fn)
 	}
-	ctx, cancel := bound(ctx)
-	defer cancel()
 	conn, err := db.w.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("store: writer: %w", err)
@@ -225,10 +223,11 @@ func (db *DB) InTxUnsynced(ctx context.Context, fn func(q Querier) error) error 
 	return runTx(ctx, conn.BeginTx, fn)
 }
 
-func runTx(ctx context.Context, begin func(context.Context, *sql.TxOptions) (*sql.Tx, error), fn func(q Querier) error) error {
-	ctx, cancel := bound(ctx)
+func runTx(ctx context.Context, begin func(context.Context, *sql.TxOptions) (*sql.Tx, error), fn func(q Querier) error) (err error) {
+	bctx, cancel := bound(ctx)
 	defer cancel()
-	tx, err := begin(ctx, nil)
+	defer func() { note(ctx, bctx, err) }()
+	tx, err := begin(bctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
@@ -236,7 +235,7 @@ func runTx(ctx context.Context, begin func(context.Context, *sql.TxOptions) (*sq
 	// must not leave the transaction, and SQLite's one writer, held.
 	defer tx.Rollback() //nolint:errcheck
 	var q Querier = tx
-	if deadline, ok := ctx.Deadline(); ok && ctx.Value(callTimeoutKey{}) != nil {
+	if deadline, ok := bctx.Deadline(); ok && bctx.Value(callTimeoutKey{}) != nil {
 		q = boundTx{Tx: tx, deadline: deadline}
 	}
 	if err := fn(q); err != nil {

@@ -44,33 +44,40 @@ func testCallTimeout(t *testing.T, db *store.DB) {
 		t.Fatalf("holding the lock: %v", err)
 	}
 	const limit = 200 * time.Millisecond
-	bounded := store.WithCallTimeout(ctx, limit)
 	calls := []struct {
 		name string
-		call func() error
+		call func(ctx context.Context) error
 	}{
-		{"a statement", func() error { return m.Set(bounded, "lock", "2") }},
-		{"a transaction", func() error {
-			return db.InTx(bounded, func(q store.Querier) error {
-				_, err := q.ExecContext(bounded, `UPDATE meta SET value = '3' WHERE name = 'lock'`)
+		{"a statement", func(ctx context.Context) error { return m.Set(ctx, "lock", "2") }},
+		{"a transaction", func(ctx context.Context) error {
+			return db.InTx(ctx, func(q store.Querier) error {
+				_, err := q.ExecContext(ctx, `UPDATE meta SET value = '3' WHERE name = 'lock'`)
 				return err
 			})
 		}},
 	}
 	for _, c := range calls {
+		request := store.WithCallTimeout(ctx, limit) // a request's context
 		start := time.Now()
-		err := c.call()
+		err := c.call(request)
 		took := time.Since(start)
 		e, ok := apperr.As(apperr.Classify(err))
 		if !ok || e.Code != apperr.Unavailable || took < limit || took > 2*time.Second {
 			t.Errorf("%s waiting for a lock with a %s bound: %v after %s, want unavailable after about %s", c.name, limit, err, took, limit)
+		}
+		// The request's next call gives up at once: one timeout per
+		// request, not one per call.
+		start = time.Now()
+		_, _, err = m.Get(request, "lock")
+		if took := time.Since(start); err == nil || took > limit/2 {
+			t.Errorf("after %s timed out, a read with the same context: %v after %s; want an error at once", c.name, err, took)
 		}
 	}
 	free()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Set(bounded, "lock", "4"); err != nil {
+	if err := m.Set(store.WithCallTimeout(ctx, limit), "lock", "4"); err != nil {
 		t.Fatalf("after the lock is released: %v", err)
 	}
 }
