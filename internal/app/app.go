@@ -322,7 +322,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		ln, scheme = tls.NewListener(ln, tc), "https"
 	}
 	api := a.API()
-	srv := httpapi.HTTPServer(ln.Addr().String(), api.Handler(), a.Logger)
+	srv := httpapi.HTTPServer(ln.Addr().String(), boundDB(api.Handler(), a.Config.DBTimeout), a.Logger)
 	srv.RegisterOnShutdown(api.StopStreams)
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)
@@ -343,6 +343,15 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// boundDB bounds every database call of each request (--db-timeout): a
+// frozen database makes requests answer 503, not hang. The mark is per
+// request, so that one call's timeout ends that request's calls only.
+func boundDB(h http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(store.WithCallTimeout(r.Context(), timeout)))
+	})
 }
 
 func redactURL(s string) string {

@@ -23,9 +23,13 @@ const (
 	Conflict      Code = "conflict"      // already exists
 	RateLimited   Code = "rate_limited"  // over the window's budget
 	TooLarge      Code = "too_large"     // body or part over its size limit
-	Unavailable   Code = "unavailable"   // a dependency is down; retry later
+	Unavailable   Code = "unavailable"   // a dependency is down or did not answer in time; retry later
 	Forbidden     Code = "forbidden"     // authenticated, but not allowed (an operator's route)
 	Internal      Code = "internal"      // a bug or an unexpected fault
+
+	// InsufficientStorage: the disk (the database's or the data
+	// directory's) is full; nothing was stored.
+	InsufficientStorage Code = "insufficient_storage"
 )
 
 // Error is an application error. Message is safe to show to the client.

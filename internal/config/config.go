@@ -138,6 +138,10 @@ type Config struct {
 	ValidationSharedHistory bool
 
 	ShutdownTimeout time.Duration
+	// DBTimeout bounds each database call a request makes (the wait for a
+	// connection, a statement, a transaction): past it the request answers
+	// 503 instead of hanging on a database that stopped answering.
+	DBTimeout time.Duration
 
 	// sources says where each setting that is not a default came from
 	// ("--secret-key", "POSTLINE_SECRET_KEY", "FILE: secret-key"), for
@@ -210,6 +214,7 @@ func Default() Config {
 		LogFormat:                    "text",
 		LogLevel:                     "info",
 		ShutdownTimeout:              15 * time.Second,
+		DBTimeout:                    5 * time.Second,
 		LogRetention:                 30 * 24 * time.Hour,
 		DomainClaimTTL:               72 * time.Hour,
 		ScheduleMaxAhead:             7 * 24 * time.Hour,
@@ -443,6 +448,9 @@ func (c Config) Validate() error {
 	}
 	if c.TrackingPerAddressPerMinute < 1 {
 		bad("tracking-per-address-per-minute", "must be at least 1, got %d", c.TrackingPerAddressPerMinute)
+	}
+	if c.DBTimeout < 100*time.Millisecond || c.DBTimeout > 10*time.Minute {
+		bad("db-timeout", "must be between 100ms and 10m, got %s", c.DBTimeout)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		bad("log-format", "want text or json, got %q", c.LogFormat)

@@ -166,6 +166,8 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.BoolVar(&cfg.ValidationSharedHistory, "validation-shared-history", false,
 		"let every account's bounces and complaints inform every account's validation (one organisation per server)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long in-flight requests may take on SIGTERM")
+	fs.DurationVar(&cfg.DBTimeout, "db-timeout", cfg.DBTimeout,
+		"how long each database call of a request may take (waiting for a connection included); past it the request answers 503")
 	return l
 }
 

@@ -38,12 +38,21 @@ func status(code apperr.Code, g group) int {
 		return http.StatusRequestEntityTooLarge
 	case apperr.Unavailable:
 		return http.StatusServiceUnavailable
+	case apperr.InsufficientStorage:
+		return http.StatusInsufficientStorage
 	default:
 		return http.StatusInternalServerError
 	}
 }
 
-// writeError is the one place an error becomes a response. Internal errors
+// retryAfterUnavailable is the Retry-After of a 503, in seconds: long
+// enough for a restarted database to come back, short enough that clients
+// retry while a brief outage would have let them.
+const retryAfterUnavailable = 5
+
+// writeError is the one place an error becomes a response. Faults no
+// service typed are classified by their cause first (a full disk is 507, a
+// database down or too slow 503 with Retry-After); the rest are 500s that
 // never show their text to clients.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, rt route, err error) {
 	var rl *rateLimited
@@ -77,13 +86,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, rt route, er
 		msg := fmt.Sprintf("Request body exceeds the limit of %d bytes", mbe.Limit)
 		err = &apperr.Error{Code: apperr.TooLarge, Message: msg, Fields: map[string][]string{"body": {msg}}}
 	}
-	e, ok := apperr.As(err)
+	e, ok := apperr.As(apperr.Classify(err))
 	if !ok || e.Code == apperr.Internal {
 		e = &apperr.Error{Code: apperr.Internal, Message: "Internal server error"}
 	}
 	code := status(e.Code, rt.group)
-	if code == http.StatusUnauthorized {
+	switch code {
+	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Basic realm="postline", charset="UTF-8"`)
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterUnavailable))
 	}
 	switch {
 	case rt.group == groupMailgun:

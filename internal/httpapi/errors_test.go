@@ -1,13 +1,18 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/postline/postline/internal/apperr"
 )
@@ -38,6 +43,11 @@ func TestErrorShapes(t *testing.T) {
 		{"validation: rate limited", route{group: groupValidation}, &rateLimited{retryAfter: 7}, 429, `{"message":"Too many requests. Try again in 7 seconds.","retry_after":7,"success":false}`},
 		{"domain: rate limited", route{group: groupDomain}, &rateLimited{retryAfter: 7}, 429, `{"message":"Too many requests. Try again in 7 seconds.","success":false}`},
 		{"domain: too large", route{group: groupDomain}, apperr.Errorf(apperr.TooLarge, "too big"), 413, `{"message":"too big","success":false}`},
+		{"send: database too slow", route{group: groupDomainLog, faultsAsSuccess: true}, apperr.Wrap(apperr.Internal, context.DeadlineExceeded, "store"), 503, `{"error":"` + apperr.MsgTimedOut + `"}`},
+		{"domain: database down", route{group: groupDomain}, fmt.Errorf("store: %w", &pgconn.PgError{Code: "57P01"}), 503, `{"message":"` + apperr.MsgDatabaseDown + `","success":false}`},
+		{"send: disk full", route{group: groupDomainLog, faultsAsSuccess: true}, fmt.Errorf("store: %w", syscall.ENOSPC), 507, `{"error":"` + apperr.MsgDiskFull + `"}`},
+		{"domain: database full", route{group: groupDomain}, &pgconn.PgError{Code: "53100"}, 507, `{"message":"` + apperr.MsgPostgresFull + `","success":false}`},
+		{"mailgun: disk full", route{group: groupMailgun}, fmt.Errorf("store: %w", syscall.ENOSPC), 507, `{"message":"` + apperr.MsgDiskFull + `"}`},
 	}
 	for _, c := range cases {
 		w := httptest.NewRecorder()
@@ -49,6 +59,10 @@ func TestErrorShapes(t *testing.T) {
 		wb, _ := json.Marshal(want)
 		if w.Code != c.status || string(gb) != string(wb) {
 			t.Errorf("%s: %d %s, want %d %s", c.name, w.Code, gb, c.status, wb)
+		}
+		// A dependency down is worth retrying, and the answer says when.
+		if ra := w.Header().Get("Retry-After"); c.status == 503 && ra != "5" {
+			t.Errorf("%s: Retry-After %q, want 5", c.name, ra)
 		}
 	}
 }

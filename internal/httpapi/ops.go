@@ -1,14 +1,12 @@
 package httpapi
 
 import (
-	"context"
 	_ "embed"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -17,19 +15,6 @@ import (
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
-	return nil
-}
-
-// handleReadyz answers 200 only when the database answers within 2 s, so a
-// load balancer stops sending traffic to a process that lost its database.
-func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.DB.Ping(ctx); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "database": "unreachable"})
-		return nil
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "database": "ok"})
 	return nil
 }
 

@@ -23,11 +23,6 @@ import (
 	"github.com/postline/postline/internal/webhook"
 )
 
-// Pinger reports whether the database answers.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
-
 // Limits are the per-account request budgets.
 type Limits struct {
 	ValidationPerHour int
@@ -62,7 +57,7 @@ type Deps struct {
 	PublicURL string
 	Limiter   *ratelimit.Limiter
 	Limits    Limits
-	DB        Pinger
+	DB        WriteProber
 	Logger    *slog.Logger
 	Registry  *prometheus.Registry // metrics are registered here; nil makes a private one
 	// Jobs runs list-cleaning validation jobs.
@@ -81,6 +76,7 @@ type Deps struct {
 type Server struct {
 	Deps
 	metrics *metrics
+	ready   *readiness
 	mux     *http.ServeMux
 	handler http.Handler
 	routes  []route
@@ -105,7 +101,7 @@ func New(d Deps) *Server {
 	if d.Limits.ProbeBudget == 0 {
 		d.Limits.ProbeBudget = time.Minute
 	}
-	s := &Server{Deps: d, metrics: newMetrics(d.Registry)}
+	s := &Server{Deps: d, metrics: newMetrics(d.Registry), ready: &readiness{probe: d.DB, log: d.Logger}}
 	s.streamsCtx, s.stopStreams = context.WithCancel(context.Background())
 	s.routes = s.routeTable()
 	mux := http.NewServeMux()

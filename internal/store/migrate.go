@@ -44,7 +44,7 @@ func (db *DB) migrations() (*goose.Provider, error) {
 		}
 		opts = append(opts, goose.WithSessionLocker(locker))
 	}
-	p, err := goose.NewProvider(dialect, db.w, sub, opts...)
+	p, err := goose.NewProvider(dialect, db.w.DB, sub, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("store: migrations: %w", err)
 	}

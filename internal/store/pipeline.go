@@ -24,18 +24,21 @@ import (
 // refused (QueryContext errs; QueryRowContext panics, as *sql.Row cannot
 // carry an error built outside database/sql). Read before, on the pool.
 // On SQLite, InPipeline is InTx.
-func (db *DB) InPipeline(ctx context.Context, fn func(q Querier) error) error {
+func (db *DB) InPipeline(ctx context.Context, fn func(q Querier) error) (err error) {
 	if db.Dialect != Postgres {
 		return db.InTx(ctx, fn)
 	}
 	p := &pipeline{}
-	if err := fn(p); err != nil {
+	if err = fn(p); err != nil {
 		return err
 	}
 	if p.batch.Len() == 0 {
 		return nil
 	}
-	conn, err := db.w.Conn(ctx)
+	bctx, cancel := bound(ctx)
+	defer cancel()
+	defer func() { note(ctx, bctx, err) }()
+	conn, err := db.w.Conn(bctx)
 	if err != nil {
 		return fmt.Errorf("store: writer: %w", err)
 	}
@@ -45,7 +48,7 @@ func (db *DB) InPipeline(ctx context.Context, fn func(q Querier) error) error {
 		if !ok {
 			return fmt.Errorf("store: pipeline needs a pgx connection, not %T", dc)
 		}
-		br := sc.Conn().SendBatch(ctx, &p.batch)
+		br := sc.Conn().SendBatch(bctx, &p.batch)
 		for i := 0; i < p.batch.Len(); i++ {
 			if _, err := br.Exec(); err != nil {
 				br.Close()

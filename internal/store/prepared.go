@@ -55,26 +55,44 @@ func (p *preparedPool) stmt(ctx context.Context, query string) *sql.Stmt {
 
 // ExecContext implements Querier.
 func (p *preparedPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := p.stmt(ctx, query); st != nil {
-		return st.ExecContext(ctx, args...)
+	bctx, cancel := bound(ctx)
+	defer cancel()
+	var res sql.Result
+	var err error
+	if st := p.stmt(bctx, query); st != nil {
+		res, err = st.ExecContext(bctx, args...)
+	} else {
+		res, err = p.db.ExecContext(bctx, query, args...)
 	}
-	return p.db.ExecContext(ctx, query, args...)
+	note(ctx, bctx, err)
+	return res, err
 }
 
 // QueryContext implements Querier.
 func (p *preparedPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := p.stmt(ctx, query); st != nil {
-		return st.QueryContext(ctx, args...)
+	bctx := boundOpen(ctx)
+	var rows *sql.Rows
+	var err error
+	if st := p.stmt(bctx, query); st != nil {
+		rows, err = st.QueryContext(bctx, args...)
+	} else {
+		rows, err = p.db.QueryContext(bctx, query, args...)
 	}
-	return p.db.QueryContext(ctx, query, args...)
+	note(ctx, bctx, err)
+	return rows, err
 }
 
 // QueryRowContext implements Querier.
 func (p *preparedPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := p.stmt(ctx, query); st != nil {
-		return st.QueryRowContext(ctx, args...)
+	bctx := boundOpen(ctx)
+	var row *sql.Row
+	if st := p.stmt(bctx, query); st != nil {
+		row = st.QueryRowContext(bctx, args...)
+	} else {
+		row = p.db.QueryRowContext(bctx, query, args...)
 	}
-	return p.db.QueryRowContext(ctx, query, args...)
+	note(ctx, bctx, row.Err())
+	return row
 }
 
 // Close closes the statements (not the pool).

@@ -66,8 +66,8 @@ func (c *RateCounter) Reset(ctx context.Context, key string, windowStart time.Ti
 }
 
 // writer is the pool counts are written on (see Incr).
-func (c *RateCounter) writer() *sql.DB {
-	if c.db.relaxed != nil {
+func (c *RateCounter) writer() pool {
+	if c.db.relaxed.DB != nil {
 		return c.db.relaxed
 	}
 	return c.db.w

@@ -82,8 +82,11 @@ func (c *stmtCache) stmt(ctx context.Context, q Querier, query string) *sql.Stmt
 	if st == nil {
 		return nil
 	}
-	if tx, ok := q.(*sql.Tx); ok {
+	switch tx := q.(type) {
+	case *sql.Tx:
 		return tx.StmtContext(ctx, st) // closed with the transaction; reuses the writer's preparation
+	case boundTx:
+		return tx.StmtContext(ctx, st)
 	}
 	if q == Querier(c.db.w) {
 		return st
@@ -93,21 +96,30 @@ func (c *stmtCache) stmt(ctx context.Context, q Querier, query string) *sql.Stmt
 
 func (c *stmtCache) exec(ctx context.Context, q Querier, query string, args ...any) (sql.Result, error) {
 	if st := c.stmt(ctx, q, query); st != nil {
-		return st.ExecContext(ctx, args...)
+		bctx := boundFor(ctx, q)
+		res, err := st.ExecContext(bctx, args...)
+		note(ctx, bctx, err)
+		return res, err
 	}
 	return q.ExecContext(ctx, query, args...)
 }
 
 func (c *stmtCache) query(ctx context.Context, q Querier, query string, args ...any) (*sql.Rows, error) {
 	if st := c.stmt(ctx, q, query); st != nil {
-		return st.QueryContext(ctx, args...)
+		bctx := boundFor(ctx, q)
+		rows, err := st.QueryContext(bctx, args...)
+		note(ctx, bctx, err)
+		return rows, err
 	}
 	return q.QueryContext(ctx, query, args...)
 }
 
 func (c *stmtCache) queryRow(ctx context.Context, q Querier, query string, args ...any) *sql.Row {
 	if st := c.stmt(ctx, q, query); st != nil {
-		return st.QueryRowContext(ctx, args...)
+		bctx := boundFor(ctx, q)
+		row := st.QueryRowContext(bctx, args...)
+		note(ctx, bctx, row.Err())
+		return row
 	}
 	return q.QueryRowContext(ctx, query, args...)
 }

@@ -45,15 +45,15 @@ const (
 type DB struct {
 	Dialect Dialect
 	URL     string
-	w       *sql.DB
-	r       *sql.DB
+	w       pool
+	r       pool
 	// rd runs reads: on SQLite through prepared statements (preparedPool),
 	// on PostgreSQL the pool itself.
 	rd Querier
 	// relaxed is a small PostgreSQL pool whose commits do not wait for the
 	// WAL flush (synchronous_commit off), for writes that may be lost in a
 	// crash without harm: the rate-limit counters. nil on SQLite.
-	relaxed *sql.DB
+	relaxed pool
 	// ns tells this schema's event-ordering locks and notifications from
 	// those of other schemas in the same PostgreSQL database (advisory locks
 	// and NOTIFY channels are database-wide): the schema's oid mod 2^16.
@@ -96,7 +96,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 			db.Close()
 			return nil, err
 		}
-		return &DB{Dialect: Postgres, URL: url, w: db, r: db, rd: db, ns: ns, relaxed: relaxed}, nil
+		return &DB{Dialect: Postgres, URL: url, w: pool{db}, r: pool{db}, rd: pool{db}, ns: ns, relaxed: pool{relaxed}}, nil
 	default:
 		return nil, fmt.Errorf("store: unsupported database URL (want sqlite:PATH or postgres://...)")
 	}
@@ -133,7 +133,7 @@ func openSQLite(ctx context.Context, path, url string) (*DB, error) {
 		r.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	db := &DB{Dialect: SQLite, URL: url, w: w, r: r, rd: newPreparedPool(r)}
+	db := &DB{Dialect: SQLite, URL: url, w: pool{w}, r: pool{r}, rd: newPreparedPool(r)}
 	db.stmts = newStmtCache(db)
 	return db, nil
 }
@@ -144,10 +144,10 @@ func (db *DB) Close() error {
 		p.Close()
 	}
 	err := db.w.Close()
-	if db.r != db.w {
+	if db.r.DB != db.w.DB {
 		err = errors.Join(err, db.r.Close())
 	}
-	if db.relaxed != nil {
+	if db.relaxed.DB != nil {
 		err = errors.Join(err, db.relaxed.Close())
 	}
 	return err
@@ -223,15 +223,22 @@ func (db *DB) InTxUnsynced(ctx context.Context, fn func(q Querier) error) error 
 	return runTx(ctx, conn.BeginTx, fn)
 }
 
-func runTx(ctx context.Context, begin func(context.Context, *sql.TxOptions) (*sql.Tx, error), fn func(q Querier) error) error {
-	tx, err := begin(ctx, nil)
+func runTx(ctx context.Context, begin func(context.Context, *sql.TxOptions) (*sql.Tx, error), fn func(q Querier) error) (err error) {
+	bctx, cancel := bound(ctx)
+	defer cancel()
+	defer func() { note(ctx, bctx, err) }()
+	tx, err := begin(bctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
 	// Rolls back when fn panics (a no-op after Commit): a recovered panic
 	// must not leave the transaction, and SQLite's one writer, held.
 	defer tx.Rollback() //nolint:errcheck
-	if err := fn(tx); err != nil {
+	var q Querier = tx
+	if deadline, ok := bctx.Deadline(); ok && bctx.Value(callTimeoutKey{}) != nil {
+		q = boundTx{Tx: tx, deadline: deadline}
+	}
+	if err := fn(q); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -243,12 +250,12 @@ func runTx(ctx context.Context, begin func(context.Context, *sql.TxOptions) (*sq
 // Pools names the connection pools, for their statistics (the writer, the
 // readers where they are a pool of their own, PostgreSQL's relaxed pool).
 func (db *DB) Pools() map[string]*sql.DB {
-	p := map[string]*sql.DB{"writer": db.w}
-	if db.r != db.w {
-		p["reader"] = db.r
+	p := map[string]*sql.DB{"writer": db.w.DB}
+	if db.r.DB != db.w.DB {
+		p["reader"] = db.r.DB
 	}
-	if db.relaxed != nil {
-		p["relaxed"] = db.relaxed
+	if db.relaxed.DB != nil {
+		p["relaxed"] = db.relaxed.DB
 	}
 	return p
 }
@@ -260,7 +267,7 @@ func (db *DB) Writer() Querier { return db.w }
 func (db *DB) Reader() Querier { return db.rd }
 
 // SQL exposes the write handle for migrations and tools.
-func (db *DB) SQL() *sql.DB { return db.w }
+func (db *DB) SQL() *sql.DB { return db.w.DB }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
