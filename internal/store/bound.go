@@ -58,8 +58,14 @@ func boundOpen(ctx context.Context) context.Context {
 // note records that a call made with bctx, derived by bound from ctx, ran
 // out of its time: err is the call's error.
 func note(ctx, bctx context.Context, err error) {
-	if err == nil || !errors.Is(bctx.Err(), context.DeadlineExceeded) || ctx.Err() != nil {
+	if err == nil || ctx.Err() != nil {
 		return // no error, or not the bound's: the caller's own deadline or cancellation
+	}
+	// A statement in a transaction runs under its own context with the
+	// bound's deadline, which may fire a moment before bctx's timer does:
+	// the deadline having passed is what counts.
+	if dl, ok := bctx.Deadline(); !errors.Is(bctx.Err(), context.DeadlineExceeded) && (!ok || time.Now().Before(dl)) {
+		return
 	}
 	if b, ok := ctx.Value(callTimeoutKey{}).(*callBudget); ok {
 		b.expired.Store(true)
