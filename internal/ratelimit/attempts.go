@@ -192,38 +192,35 @@ func (a *Attempts) begin(ctx context.Context, login, addr string) (Attempt, erro
 // Succeeded records that the attempt's credentials were right: the
 // address's slot is given back and the login's failures are cleared.
 func (t Attempt) Succeeded(ctx context.Context) error {
-	if !t.counted {
-		return nil
-	}
-	lk, ak := t.a.keys(t.login, t.addr)
-	defer t.a.inFlight().add(-1, lk, ak)
-	c := t.a.Limiter.counter
-	if err := c.Decr(ctx, ak, t.start); err != nil {
-		return err
-	}
-	if t.login == "" {
-		return nil
-	}
-	return c.Reset(ctx, lk, t.start)
+	return t.giveBack(ctx, true)
 }
 
 // Uncounted gives the attempt's slots back without clearing anything: its
 // credentials were not checked (the server was busy or failed), so it
 // teaches a guesser nothing and must not use up a user's tries.
 func (t Attempt) Uncounted(ctx context.Context) error {
+	return t.giveBack(ctx, false)
+}
+
+// giveBack returns the address's slot and the login's, or with clear
+// resets the login's count; the attempt is then no longer in flight. The
+// zero Attempt (from a failed Begin) gives nothing back.
+func (t Attempt) giveBack(ctx context.Context, clear bool) error {
 	if !t.counted {
 		return nil
 	}
 	lk, ak := t.a.keys(t.login, t.addr)
 	defer t.a.inFlight().add(-1, lk, ak)
-	c := t.a.Limiter.counter
-	if err := c.Decr(ctx, ak, t.start); err != nil {
+	if err := t.a.Limiter.counter.Decr(ctx, ak, t.start); err != nil {
 		return err
 	}
 	if t.login == "" {
 		return nil
 	}
-	return c.Decr(ctx, lk, t.start)
+	if clear {
+		return t.a.Limiter.counter.Reset(ctx, lk, t.start)
+	}
+	return t.a.Limiter.counter.Decr(ctx, lk, t.start)
 }
 
 // Failed records that the attempt's credentials were wrong: it stays
