@@ -1,7 +1,9 @@
 package app
 
 import (
+	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/postline/postline/internal/connlimit"
@@ -15,10 +17,24 @@ func (a *App) smtpConns() connlimit.Config {
 		Timeouts: &connlimit.Timeouts{First: c.SMTPPreAuthTimeout, Idle: c.SMTPCommandTimeout}}
 }
 
-// boundHTTP bounds the API's listener. There is no per-address bound: a
-// reverse proxy in front would be one address for every client.
+// boundHTTP bounds the API's listener, in total and per client address,
+// so that one client cannot hold every connection and leave /readyz and
+// everyone else unanswered. A reverse proxy in front is one address for
+// every client: its operator raises or turns off the per-address bound.
 func (a *App) boundHTTP(ln net.Listener) net.Listener {
-	return connlimit.New(ln, connlimit.Config{Max: a.Config.HTTPMaxConnections, Name: "http", Logger: a.Logger})
+	return connlimit.New(ln, connlimit.Config{Max: a.Config.HTTPMaxConnections, PerIP: a.Config.HTTPMaxConnectionsPerIP,
+		Name: "http", Logger: a.Logger, Refuse: refuseHTTP})
+}
+
+// refuseHTTP answers a connection past a bound with a 503 that names it,
+// before the connection is closed.
+func refuseHTTP(c net.Conn, r connlimit.Refusal) {
+	msg := fmt.Sprintf("Too many connections to this server (--http-max-connections, at most %d at once); try again shortly.", r.Limit)
+	if r.PerIP {
+		msg = fmt.Sprintf("Too many connections from your address (--http-max-connections-per-ip, at most %d at once); try again shortly.", r.Limit)
+	}
+	body := `{"message":` + strconv.Quote(msg) + `,"success":false}` + "\n"
+	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 }
 
 // staleSpool is how long a spool file may go unwritten before a starting

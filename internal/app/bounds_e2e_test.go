@@ -3,6 +3,7 @@ package app_test
 import (
 	"bufio"
 	"crypto/tls"
+	"io"
 	"net"
 	"net/http"
 	"net/smtp"
@@ -225,4 +226,41 @@ func TestHTTPListenerBounded(t *testing.T) {
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
+}
+
+// TestHTTPListenerBoundedPerAddress: one client address holds at most
+// --http-max-connections-per-ip connections; past it a connection reads a
+// 503 naming the setting, and another address's /readyz is answered.
+func TestHTTPListenerBoundedPerAddress(t *testing.T) {
+	t.Parallel()
+	const perIP = 4
+	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.HTTPMaxConnectionsPerIP = perIP })
+	u := strings.TrimPrefix(e.URL, "http://")
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	var refused []string
+	for range 3 * perIP {
+		c, err := d.Dial("tcp", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		b, err := io.ReadAll(c)
+		if !isTimeout(err) {
+			refused = append(refused, string(b))
+		}
+	}
+	if len(refused) != 2*perIP {
+		t.Fatalf("%d of %d connections from one address refused, want %d", len(refused), 3*perIP, 2*perIP)
+	}
+	for _, r := range refused {
+		if !strings.HasPrefix(r, "HTTP/1.1 503 ") || !strings.Contains(r, "--http-max-connections-per-ip") || !strings.Contains(r, "Retry-After: 1") {
+			t.Fatalf("a refused connection read %q, want a 503 naming --http-max-connections-per-ip", r)
+		}
+	}
+	resp, err := (&http.Client{Timeout: time.Second}).Get(e.URL + "/readyz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/readyz from another address while one holds its bound: %v %v", resp, err)
+	}
+	resp.Body.Close()
 }

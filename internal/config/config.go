@@ -33,8 +33,10 @@ type Config struct {
 	// AUTH (submission) or MAIL (inbound); SMTPCommandTimeout is how long
 	// it may then stay silent between commands (RFC 5321 4.5.3.2.7).
 	SMTPPreAuthTimeout, SMTPCommandTimeout time.Duration
-	// HTTPMaxConnections bounds the API's listener.
-	HTTPMaxConnections int
+	// HTTPMaxConnections bounds the API's listener, and
+	// HTTPMaxConnectionsPerIP what one client address may hold of it (0:
+	// no per-address bound, behind a reverse proxy that is every client).
+	HTTPMaxConnections, HTTPMaxConnectionsPerIP int
 
 	RateValidationPerHour int    // per account, validation endpoints
 	RateDomainPerMinute   int    // per account, domain endpoints
@@ -203,6 +205,7 @@ func Default() Config {
 		SMTPPreAuthTimeout:      30 * time.Second,
 		SMTPCommandTimeout:      5 * time.Minute,
 		HTTPMaxConnections:      2000,
+		HTTPMaxConnectionsPerIP: 200,
 		RetrySchedule: []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute,
 			time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour},
 		MaxMessageAge:                24 * time.Hour,
@@ -360,6 +363,9 @@ func (c Config) Validate() error {
 	}
 	if c.HTTPMaxConnections < 16 {
 		bad("http-max-connections", "must be at least 16, got %d", c.HTTPMaxConnections)
+	}
+	if c.HTTPMaxConnectionsPerIP < 0 {
+		bad("http-max-connections-per-ip", "must be 0 (off) or more, got %d", c.HTTPMaxConnectionsPerIP)
 	}
 	if c.DeliveryWorkers < 1 || c.DeliveryWorkers > 1000 {
 		bad("delivery-workers", "must be 1..1000, got %d", c.DeliveryWorkers)

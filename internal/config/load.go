@@ -44,6 +44,8 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 		"how long an SMTP client past AUTH (submission) or MAIL (inbound) may stay silent")
 	fs.IntVar(&cfg.HTTPMaxConnections, "http-max-connections", cfg.HTTPMaxConnections,
 		"connections the HTTP listener holds open at once; past it new ones are closed at once")
+	fs.IntVar(&cfg.HTTPMaxConnectionsPerIP, "http-max-connections-per-ip", cfg.HTTPMaxConnectionsPerIP,
+		"connections one client address may hold open to the HTTP listener (past it 503); 0 turns the bound off, for a reverse proxy in front")
 	fs.IntVar(&cfg.RateValidationPerHour, "rate-validation-per-hour", cfg.RateValidationPerHour, "validation requests per account per hour")
 	fs.IntVar(&cfg.RateDomainPerMinute, "rate-domain-per-minute", cfg.RateDomainPerMinute, "domain endpoint requests per account per minute")
 	fs.StringVar(&cfg.RateStore, "rate-store", "", "rate-limit counters: memory, database or redis (default memory on SQLite, database on PostgreSQL)")
