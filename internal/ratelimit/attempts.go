@@ -58,6 +58,13 @@ func (f *flights) add(d int, keys ...string) {
 	}
 }
 
+// ended is closed when an attempt in flight next ends.
+func (f *flights) ended() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed
+}
+
 // busy reports whether an attempt at one of keys is in flight, and the
 // channel closed when one ends.
 func (f *flights) busy(keys ...string) (bool, <-chan struct{}) {
@@ -126,6 +133,7 @@ func (a *Attempts) Begin(ctx context.Context, login, addr string) (Attempt, erro
 	lk, ak := a.keys(login, addr)
 	f := a.inFlight()
 	for {
+		ended := f.ended()
 		at, err := a.begin(ctx, login, addr)
 		if err != nil || !at.Blocked {
 			if at.counted {
@@ -133,8 +141,14 @@ func (a *Attempts) Begin(ctx context.Context, login, addr string) (Attempt, erro
 			}
 			return at, err
 		}
-		// Blocked: by failures, or by attempts still being checked here
-		// whose success would give their slots back.
+		// Blocked: by failures, or by attempts being checked here whose
+		// success gives their slots back (or gave them back while this one
+		// read the counts: then it reads them again).
+		select {
+		case <-ended:
+			continue
+		default:
+		}
 		busy, changed := f.busy(lk, ak)
 		if !busy {
 			return at, nil
