@@ -101,6 +101,12 @@ func unavailableCause(err error) string {
 		// dependencies, as a client's hang-up never reaches here.
 		return MsgDependencyDown
 	}
+	// pgx's errors for a connection it closed ("conn closed", "conn
+	// busy") say they were never sent: the database went away under them.
+	var retry interface{ SafeToRetry() bool }
+	if errors.As(err, &retry) && retry.SafeToRetry() {
+		return MsgDatabaseDown
+	}
 	var ne net.Error
 	if errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
 		return MsgDependencyDown
