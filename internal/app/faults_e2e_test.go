@@ -1,8 +1,12 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"html"
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -109,6 +113,10 @@ func TestDiskFullAnswers507(t *testing.T) {
 		t.Fatalf("send before the disk fills: %d %s", resp.StatusCode, resp.Body)
 	}
 	wantReadyz(t, e.readyz(t), 200, "ok")
+	b := &browser{t: t, base: e.URL}
+	if resp := b.signIn(e.user.Login, e.user.Key, "/"); resp.StatusCode != 303 {
+		t.Fatalf("console sign-in before the disk fills: %d", resp.StatusCode)
+	}
 
 	free := testutil.FillDisk(t, disk)
 	var full *apitest.Response
@@ -130,6 +138,30 @@ func TestDiskFullAnswers507(t *testing.T) {
 	}
 	time.Sleep(1100 * time.Millisecond) // past the readiness probe's 1 s cache
 	wantReadyz(t, e.readyz(t), 503, "full")
+	// The console says the same: a list upload (which writes its lines)
+	// is a 507 page naming the cause, not "something went wrong".
+	_, page := b.do("GET", "/validation", nil, nil)
+	csrf := csrfRE.FindStringSubmatch(page)
+	if csrf == nil {
+		t.Fatalf("no CSRF token on /validation:\n%.1000s", page)
+	}
+	var list strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&list, "someone.with.a.long.name%d@list.example.org\n", i)
+	}
+	body, ct := multipartForm(t, csrf[1], "file", "list.csv", list.String())
+	req, _ := http.NewRequest("POST", e.URL+"/validation/jobs", bytes.NewReader(body))
+	req.Header.Set("Content-Type", ct)
+	req.AddCookie(b.cookie)
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		text, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 507 || !strings.Contains(string(text), "Insufficient storage") {
+			t.Errorf("console list upload on a full disk: %d, want 507 naming the cause; page:\n%.2000s", resp.StatusCode, text)
+		}
+	}
 
 	free()
 	e.untilReady(t)
@@ -165,6 +197,10 @@ func TestPostgresFaultsAnswer503(t *testing.T) {
 	if resp, _ := e.trySend(t, 100); resp.StatusCode != 202 {
 		t.Fatalf("send before any fault: %d %s", resp.StatusCode, resp.Body)
 	}
+	signedIn := &browser{t: t, base: e.URL}
+	if resp := signedIn.signIn(e.user.Login, e.user.Key, "/"); resp.StatusCode != 303 {
+		t.Fatalf("console sign-in before any fault: %d", resp.StatusCode)
+	}
 	wantReadyz(t, e.readyz(t), 200, "ok")
 
 	for _, fault := range []struct {
@@ -193,6 +229,26 @@ func TestPostgresFaultsAnswer503(t *testing.T) {
 		if list.StatusCode != 503 || list.Header.Get("Retry-After") == "" || time.Since(start) > dbTimeout+2*time.Second {
 			t.Errorf("%s: list domains: %d %s after %s, want 503 with Retry-After", fault.name, list.StatusCode, list.Body, time.Since(start))
 		}
+		// A signed-in reader is told the database is down (503, retry),
+		// not shown the sign-in form as if signed out; a sign-in the same.
+		for _, page := range []struct {
+			name string
+			do   func() (*http.Response, string)
+		}{
+			{"overview", func() (*http.Response, string) { return signedIn.do("GET", "/", nil, nil) }},
+			{"sign-in", func() (*http.Response, string) {
+				b := &browser{t: t, base: e.URL}
+				return b.do("POST", "/sign-in", url.Values{"login": {e.user.Login}, "secret": {e.user.Key}, "next": {"/"}}, nil)
+			}},
+		} {
+			start := time.Now()
+			resp, body := page.do()
+			if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !containsOne(body, fault.message) ||
+				time.Since(start) > dbTimeout+2*time.Second {
+				t.Errorf("%s: console %s: %d (Retry-After %q) after %s, want 503 naming %q; page:\n%.1500s", fault.name, page.name,
+					resp.StatusCode, resp.Header.Get("Retry-After"), time.Since(start), fault.message, body)
+			}
+		}
 		proxy.Resume()
 		e.untilReady(t)
 		if resp, _ := e.trySend(t, 100); resp.StatusCode != 202 {
@@ -200,6 +256,15 @@ func TestPostgresFaultsAnswer503(t *testing.T) {
 		}
 	}
 	e.allArrive(t)
+}
+
+func containsOne(s string, set []string) bool {
+	for _, v := range set {
+		if strings.Contains(s, html.EscapeString(v)) {
+			return true
+		}
+	}
+	return false
 }
 
 func oneOf(s string, set []string) bool {

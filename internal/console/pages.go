@@ -34,17 +34,41 @@ func (c *Console) render(w http.ResponseWriter, status int, page string, v view)
 }
 
 // fail shows a service error as a page: another account's domain is the
-// same 404 as a missing one, as in the API.
+// same 404 as a missing one, as in the API, and a fault answers what it is
+// (a database down or too slow 503 with Retry-After, a full disk 507), as
+// the API does, so a reader knows to retry rather than report a bug.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *account.Session, err error) {
+	err = apperr.Classify(err)
 	switch apperr.CodeOf(err) {
 	case apperr.NotFound:
 		c.render(w, http.StatusNotFound, "notfound", view{Title: "Not found", Session: s,
 			Data: map[string]any{"Message": "There is nothing here, or it is not yours."}})
+	case apperr.Unavailable:
+		c.cfg.Logger.Warn("console: page unavailable", "path", r.URL.Path, "error", err)
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterUnavailable))
+		c.render(w, http.StatusServiceUnavailable, "notfound", view{Title: "Unavailable", Session: s,
+			Data: map[string]any{"Message": faultMessage(err)}})
+	case apperr.InsufficientStorage:
+		c.cfg.Logger.Error("console: disk full", "path", r.URL.Path, "error", err)
+		c.render(w, http.StatusInsufficientStorage, "notfound", view{Title: "Disk full", Session: s,
+			Data: map[string]any{"Message": faultMessage(err)}})
 	default:
 		c.cfg.Logger.Error("console: page failed", "path", r.URL.Path, "error", err)
 		c.render(w, http.StatusInternalServerError, "notfound", view{Title: "Error", Session: s,
 			Data: map[string]any{"Message": "Something went wrong on the server; it has been logged."}})
 	}
+}
+
+// retryAfterUnavailable is the Retry-After of a 503, in seconds, the API's.
+const retryAfterUnavailable = 5
+
+// faultMessage is the message apperr.Classify gave a fault: it names the
+// cause and never the driver's text.
+func faultMessage(err error) string {
+	if e, ok := apperr.As(err); ok && e.Message != "" {
+		return e.Message
+	}
+	return "The server cannot answer right now; retry later."
 }
 
 func (c *Console) notFound(w http.ResponseWriter, r *http.Request, s *account.Session) error {
@@ -107,8 +131,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	default:
 		at.Uncounted(ctx) //nolint:errcheck // nothing was checked
-		c.cfg.Logger.Error("console: sign-in", "error", err)
-		again(http.StatusInternalServerError, "Signing in failed on the server; try again.")
+		c.signInFault(w, r, next, login, err)
 		return
 	}
 	if !p.Full() {
@@ -118,12 +141,28 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	token, _, err := c.deps.Sessions.Start(ctx, p)
 	if err != nil {
-		c.cfg.Logger.Error("console: starting a session", "error", err)
-		again(http.StatusInternalServerError, "Signing in failed on the server; try again.")
+		c.signInFault(w, r, next, login, err)
 		return
 	}
 	c.setSessionCookie(w, token)
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// signInFault answers a sign-in the server could not check: the form
+// again, with the fault's status and cause (503 and Retry-After while the
+// database is down, 507 on a full disk, else 500).
+func (c *Console) signInFault(w http.ResponseWriter, r *http.Request, next, login string, err error) {
+	err = apperr.Classify(err)
+	status, msg := http.StatusInternalServerError, "Signing in failed on the server; try again."
+	switch apperr.CodeOf(err) {
+	case apperr.Unavailable:
+		status, msg = http.StatusServiceUnavailable, faultMessage(err)
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterUnavailable))
+	case apperr.InsufficientStorage:
+		status, msg = http.StatusInsufficientStorage, faultMessage(err)
+	}
+	c.cfg.Logger.Error("console: sign-in", "path", r.URL.Path, "error", err)
+	c.render(w, status, "signin", view{Title: "Sign in", Data: map[string]any{"Next": next, "Login": login, "Error": msg}})
 }
 
 func (c *Console) signOut(w http.ResponseWriter, r *http.Request, s *account.Session) error {

@@ -29,22 +29,25 @@ func (c *Console) setSessionCookie(w http.ResponseWriter, token string) {
 }
 
 // session returns the request's session; ok is false when signed out
-// (or the session ended: idle, account disabled, key revoked).
-func (c *Console) session(r *http.Request) (account.Session, bool) {
+// (or the session ended: idle, account disabled, key revoked). err is a
+// session the server could not read (the database down): the reader is
+// still signed in, and must not be shown the sign-in form.
+func (c *Console) session(r *http.Request) (s account.Session, ok bool, err error) {
 	ck, err := r.Cookie(c.cookieName())
 	if err != nil {
-		return account.Session{}, false
+		return account.Session{}, false, nil
 	}
 	ctx, cancel := c.ctx(r)
 	defer cancel()
-	s, err := c.deps.Sessions.Resume(ctx, ck.Value)
-	if err != nil {
-		if apperr.CodeOf(err) != apperr.Unauthorized {
-			c.cfg.Logger.Error("console: reading a session", "error", err)
-		}
-		return account.Session{}, false
+	s, err = c.deps.Sessions.Resume(ctx, ck.Value)
+	switch {
+	case err == nil:
+		return s, true, nil
+	case apperr.CodeOf(err) == apperr.Unauthorized:
+		return account.Session{}, false, nil
+	default:
+		return account.Session{}, false, err
 	}
-	return s, true
 }
 
 type pageFunc func(w http.ResponseWriter, r *http.Request, s *account.Session) error
@@ -53,7 +56,11 @@ type pageFunc func(w http.ResponseWriter, r *http.Request, s *account.Session) e
 // (answered 401 except at /), which brings the reader back after.
 func (c *Console) page(fn pageFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s, ok := c.session(r)
+		s, ok, err := c.session(r)
+		if err != nil {
+			c.fail(w, r, nil, err)
+			return
+		}
 		if !ok {
 			status := http.StatusUnauthorized
 			if r.URL.Path == "/" {
@@ -78,7 +85,11 @@ const maxFormMemory = 1 << 20
 // form serves a POST from a signed-in page: same origin, right CSRF token.
 func (c *Console) form(fn pageFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s, ok := c.session(r)
+		s, ok, err := c.session(r)
+		if err != nil {
+			c.fail(w, r, nil, err)
+			return
+		}
 		if !ok {
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return
