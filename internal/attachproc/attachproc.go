@@ -66,9 +66,13 @@ func ChildMain() int {
 	if n, err := strconv.ParseInt(os.Getenv(EnvMemory), 10, 64); err == nil && n > 0 {
 		// The hard limit: the address space may grow by n past what the Go
 		// runtime has reserved at start (hundreds of MiB of reservations
-		// that are not memory); an allocation past it fails and the runtime
-		// exits. The soft limit makes the collector work before that.
-		limit := uint64(vmSize() + n)
+		// that are not memory), plus one heap arena of slack; an allocation
+		// past it fails and the runtime exits. The runtime reserves heap in
+		// 64 MiB arenas and its own bookkeeping (GC bits, span lists) outside
+		// them: without the slack a child under a small limit died on
+		// bookkeeping while processing a small image (seen under load). The
+		// soft limit makes the collector work well before that.
+		limit := uint64(vmSize() + n + arenaSlack)
 		syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: limit, Max: limit}) //nolint:errcheck // best effort
 		debug.SetMemoryLimit(n / 2)
 	}
@@ -98,6 +102,9 @@ func ChildMain() int {
 	}
 	return 0
 }
+
+// arenaSlack is one Go heap arena on 64-bit Linux.
+const arenaSlack = 64 << 20
 
 // vmSize is the process's address space now (VmSize, bytes; 0 unknown).
 func vmSize() int64 {

@@ -63,9 +63,9 @@ func TestBombKillsOnlyTheChild(t *testing.T) {
 	bomb := pngOf(t, 4900, 4900) // 24 MP of transparent pixels (under the 25 MP limit): a few hundred KiB, ~96 MiB decoded
 	files := []attach.File{{Name: "bomb.png", ContentType: "image/png", Data: bomb}}
 	opts := attach.Options{Watermark: attach.Watermark{Enabled: true, Text: "DRAFT"}}
-	_, err := runner(t, 64<<20).Process(context.Background(), files, opts)
-	if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "64 MiB") {
-		t.Fatalf("a %d-byte decompression bomb under a 64 MiB limit: %v, want ErrFailed naming the limit", len(bomb), err)
+	_, err := runner(t, 32<<20).Process(context.Background(), files, opts)
+	if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "32 MiB") {
+		t.Fatalf("a %d-byte decompression bomb under a 32 MiB limit: %v, want ErrFailed naming the limit", len(bomb), err)
 	}
 }
 
