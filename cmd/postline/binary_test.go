@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"github.com/postline/postline/internal/attachproc"
+	"github.com/postline/postline/internal/testutil"
 	"io"
 	"net"
 	"net/http"
@@ -23,12 +24,7 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "postline")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
+	return testutil.BuildBinary(dir, ".")
 })
 
 func TestMain(m *testing.M) {
@@ -40,16 +36,6 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(filepath.Dir(bin))
 	}
 	os.Exit(code)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // server is a running `postline serve`.
@@ -124,7 +110,7 @@ func tryServe(t *testing.T, wrapper []string, env []string, args ...string) (*se
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	argv := append(append(append([]string{}, wrapper...), bin, "serve", "--addr", addr), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/dnstest"
+	"github.com/postline/postline/internal/testutil"
 )
 
 var idleConns = flag.Int("listen.conns", 300,
@@ -56,7 +57,7 @@ func TestIdleConnectionsLeaveTheAPIUp(t *testing.T) {
 	ports := []struct {
 		name, addr string
 		implicit   bool
-	}{{"smtp", freeAddr(t), false}, {"submission", freeAddr(t), false}, {"submissions", freeAddr(t), true}}
+	}{{"smtp", testutil.FreeAddr(t), false}, {"submission", testutil.FreeAddr(t), false}, {"submissions", testutil.FreeAddr(t), true}}
 	env := []string{"POSTLINE_DATA_DIR=" + t.TempDir(), "POSTLINE_DNS_SERVER=" + dns.Addr(),
 		"POSTLINE_SMTP_LISTEN=" + ports[0].addr, "POSTLINE_SUBMISSION_LISTEN=" + ports[1].addr, "POSTLINE_SUBMISSIONS_LISTEN=" + ports[2].addr,
 		fmt.Sprint("POSTLINE_SMTP_MAX_CONNECTIONS=", maxConns), fmt.Sprint("POSTLINE_SMTP_MAX_CONNECTIONS_PER_IP=", conns),

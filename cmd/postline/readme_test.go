@@ -91,7 +91,7 @@ func TestREADME(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	api, sink := freeAddr(t), freeAddr(t)
+	api, sink := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	_, sinkPort, _ := strings.Cut(sink, ":")
 	subst := strings.NewReplacer(
 		"go build -o postline ./cmd/postline", ": built by the test",

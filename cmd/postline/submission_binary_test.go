@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/postline/postline/internal/testutil"
 )
 
 // submissionRig is a delivery rig whose serve also listens for SMTP
@@ -17,7 +19,7 @@ import (
 func submissionRig(t *testing.T) (*deliveryRig, string, string) {
 	t.Helper()
 	rig := newDeliveryRig(t, map[string]string{"POSTLINE_DATA_DIR": t.TempDir()})
-	starttls, implicit := freeAddr(t), freeAddr(t)
+	starttls, implicit := testutil.FreeAddr(t), testutil.FreeAddr(t)
 	rig.vars["POSTLINE_SUBMISSION_LISTEN"], rig.vars["POSTLINE_SUBMISSIONS_LISTEN"] = starttls, implicit
 	return rig, starttls, implicit
 }
@@ -92,7 +94,7 @@ func TestSubmissionSurvivesKill9(t *testing.T) {
 	t.Parallel()
 	rig, starttls, _ := submissionRig(t)
 	sinkPort := rig.vars["POSTLINE_MX_PORT"]
-	closed := strings.TrimPrefix(freeAddr(t), "127.0.0.1:")
+	closed := strings.TrimPrefix(testutil.FreeAddr(t), "127.0.0.1:")
 	rig.vars["POSTLINE_MX_PORT"] = closed
 	srv := startServe(t, rig.env())
 	c, err := smtp.Dial(starttls)

@@ -15,6 +15,7 @@ import (
 	"github.com/emersion/go-message/mail"
 
 	"github.com/postline/postline/internal/smtptest"
+	"github.com/postline/postline/internal/testutil"
 )
 
 var noFollow = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -141,7 +142,7 @@ func TestBinaryTrackingAndBounces(t *testing.T) {
 			t.Fatalf("%v: %s", args, errs)
 		}
 	}
-	inbound := freeAddr(t)
+	inbound := testutil.FreeAddr(t)
 	srv := startServe(t, rig.env(), "--smtp-listen", inbound)
 	base := "http://" + srv.addr
 

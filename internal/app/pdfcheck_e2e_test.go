@@ -9,7 +9,7 @@ import (
 
 	"github.com/postline/postline/internal/attach"
 	"github.com/postline/postline/internal/store"
-	"github.com/postline/postline/internal/testutil"
+	"github.com/postline/postline/internal/testutil/testpdf"
 )
 
 // TestPDFChecksStayOutOfTheServer: the checks before a watermarked send is
@@ -23,7 +23,7 @@ import (
 // test of the binary shares.
 func TestPDFChecksStayOutOfTheServer(t *testing.T) {
 	e := startSend(t, store.SQLite, false, nil)
-	bomb := testutil.PDFBomb(attach.MaxPDFContentBytes + 4<<20)
+	bomb := testpdf.Bomb(attach.MaxPDFContentBytes + 4<<20)
 	request := func(n int) []part {
 		parts := append(basicParts(fmt.Sprintf("r%d@rcpt.example.net", n)),
 			part{name: "attachment_options", value: `{"watermark":{"enabled":true,"text":"DRAFT"}}`})

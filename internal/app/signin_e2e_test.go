@@ -34,24 +34,14 @@ func TestSignInParallelGuesses(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			statuses := map[int]int{}
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			for i := range 150 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					b := &browser{t: t, base: env.URL}
-					r, body := b.do("POST", "/sign-in", url.Values{"login": {"alice"}, "secret": {fmt.Sprintf("guess number %d", i)}}, nil)
-					if r.StatusCode == 429 && !strings.Contains(body, "Too many failed sign-ins") {
-						t.Errorf("guess %d: 429 without the lock-out's message", i)
-					}
-					mu.Lock()
-					statuses[r.StatusCode]++
-					mu.Unlock()
-				}()
-			}
-			wg.Wait()
+			statuses := countAnswers(150, func(i int) int {
+				b := &browser{t: t, base: env.URL}
+				r, body := b.do("POST", "/sign-in", url.Values{"login": {"alice"}, "secret": {fmt.Sprintf("guess number %d", i)}}, nil)
+				if r.StatusCode == 429 && !strings.Contains(body, "Too many failed sign-ins") {
+					t.Errorf("guess %d: 429 without the lock-out's message", i)
+				}
+				return r.StatusCode
+			})
 			if statuses[401] > 10 || statuses[401]+statuses[429] != 150 {
 				t.Fatalf("150 parallel wrong guesses, limit 10: answers %v; want at most 10 checked (401), the rest refused unchecked (429)", statuses)
 			}
@@ -87,20 +77,7 @@ func TestSubmissionAuthParallelGuesses(t *testing.T) {
 			t.Parallel()
 			e := startSubmission(t, d, func(c *config.Config) { c.AuthAttemptsPerAddress = 1000; manySessions(c) })
 			bob := e.NewUser("bob")
-			codes := map[int]int{}
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			for i := range 60 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					code := authOnce(e, "alice", fmt.Sprintf("pl_guess%d", i))
-					mu.Lock()
-					codes[code]++
-					mu.Unlock()
-				}()
-			}
-			wg.Wait()
+			codes := countAnswers(60, func(i int) int { return authOnce(e, "alice", fmt.Sprintf("pl_guess%d", i)) })
 			if codes[535] > 10 || codes[535]+codes[454] != 60 {
 				t.Fatalf("60 parallel wrong keys, limit 10: replies %v; want at most 10 checked (535), the rest 454", codes)
 			}
@@ -136,4 +113,21 @@ func authOnce(e *sendEnv, login, key string) int {
 		return replyCode(err)
 	}
 	return 235
+}
+
+// countAnswers runs try(0..n-1) all at once and counts the answers by code.
+func countAnswers(n int, try func(i int) int) map[int]int {
+	codes := map[int]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			code := try(i)
+			mu.Lock()
+			codes[code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return codes
 }

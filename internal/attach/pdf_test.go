@@ -2,7 +2,6 @@ package attach
 
 import (
 	"bytes"
-	"compress/zlib"
 	"context"
 	"fmt"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/pdfcpu/pdfcpu/pkg/api"
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/testutil/testpdf"
 )
 
 func TestWatermarkPDFPositions(t *testing.T) {
@@ -126,44 +126,12 @@ func TestSafelyRecovers(t *testing.T) {
 	}
 }
 
-// bombPDF is a one-page PDF whose content stream deflates size bytes of
-// spaces (a few hundred kilobytes on the wire).
-func bombPDF(t *testing.T, size int) []byte {
-	t.Helper()
-	var z bytes.Buffer
-	zlw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
-	chunk := bytes.Repeat([]byte(" "), 1<<20)
-	for n := 0; n < size; n += len(chunk) {
-		zlw.Write(chunk)
-	}
-	zlw.Close()
-	zw := z.Bytes()
-	var b bytes.Buffer
-	var offsets []int
-	obj := func(body string) {
-		offsets = append(offsets, b.Len())
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", len(offsets), body)
-	}
-	b.WriteString("%PDF-1.7\n")
-	obj("<< /Type /Catalog /Pages 2 0 R >>")
-	obj("<< /Type /Pages /Kids [3 0 R] /Count 1 >>")
-	obj("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>")
-	obj(fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream", len(zw), zw))
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
-	for _, o := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", o)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, xref)
-	return b.Bytes()
-}
-
 // A PDF whose page content decompresses past MaxPDFContentBytes is refused
 // at intake, and by the worker, instead of being decoded into gigabytes.
 func TestPDFContentBomb(t *testing.T) {
 	t.Parallel()
 	opts := Options{Watermark: Watermark{Enabled: true, Text: "x", Position: PositionCenter}}
-	small, bomb := bombPDF(t, 1<<20), bombPDF(t, MaxPDFContentBytes+(4<<20))
+	small, bomb := testpdf.Bomb(1<<20), testpdf.Bomb(MaxPDFContentBytes+(4<<20))
 	if err := Validate([]File{{Name: "small.pdf", Data: small}}, opts); err != nil {
 		t.Fatalf("1 MiB of content: %v", err)
 	}

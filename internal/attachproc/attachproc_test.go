@@ -14,7 +14,7 @@ import (
 
 	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/attach"
-	"github.com/postline/postline/internal/testutil"
+	"github.com/postline/postline/internal/testutil/testpdf"
 )
 
 func TestMain(m *testing.M) {
@@ -75,8 +75,8 @@ func TestBombKillsOnlyTheChild(t *testing.T) {
 func TestCheckInChild(t *testing.T) {
 	t.Parallel()
 	opts := attach.Options{Watermark: attach.Watermark{Enabled: true, Text: "DRAFT", Position: attach.PositionCenter}}
-	files := []attach.File{{Name: "small.pdf", ContentType: "application/pdf", Data: testutil.PDFBomb(1 << 20)},
-		{Name: "bomb.pdf", ContentType: "application/pdf", Data: testutil.PDFBomb(attach.MaxPDFContentBytes + (4 << 20))},
+	files := []attach.File{{Name: "small.pdf", ContentType: "application/pdf", Data: testpdf.Bomb(1 << 20)},
+		{Name: "bomb.pdf", ContentType: "application/pdf", Data: testpdf.Bomb(attach.MaxPDFContentBytes + (4 << 20))},
 		{Name: "junk.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.7 not really")}}
 	want := attach.Validate(files, opts)
 	got := runner(t, 1<<30).Check(context.Background(), files, opts)

@@ -18,11 +18,9 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,12 +60,7 @@ func TestMain(m *testing.M) {
 }
 
 var buildBinary = sync.OnceValues(func() (string, error) {
-	bin := filepath.Join(binDir, "postline")
-	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/postline").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
+	return testutil.BuildBinary(binDir, "../../cmd/postline")
 })
 
 // rig is a running serve with an attacker's and a victim's account.
@@ -159,21 +152,10 @@ func (r *rig) cli(args ...string) string {
 	return out.String()
 }
 
-// freeAddr is a loopback address nothing listens on (yet).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // start runs serve and waits until /readyz answers 200.
 func (r *rig) start() {
 	r.t.Helper()
-	r.addr = freeAddr(r.t)
+	r.addr = testutil.FreeAddr(r.t)
 	r.cmd = exec.Command(r.bin, "serve", "--addr", r.addr)
 	r.cmd.Env = r.env()
 	r.cmd.Stderr = r.stder

@@ -13,13 +13,15 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/postline/postline/internal/testutil"
 )
 
 // smtpRig is a rig whose serve also listens for submission (STARTTLS
 // port, AUTH allowed before TLS on loopback) and inbound SMTP.
 func smtpRig(t *testing.T, vars map[string]string) (r *rig, submission, inbound string) {
 	t.Helper()
-	submission, inbound = freeAddr(t), freeAddr(t)
+	submission, inbound = testutil.FreeAddr(t), testutil.FreeAddr(t)
 	all := map[string]string{
 		"POSTLINE_SUBMISSION_LISTEN":           submission,
 		"POSTLINE_SUBMISSION_ALLOW_PLAIN_AUTH": "true",

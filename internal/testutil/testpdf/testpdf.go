@@ -1,4 +1,6 @@
-package testutil
+// Package testpdf builds hostile PDFs for tests; it imports nothing of
+// Postline, so the attach package's own tests can use it.
+package testpdf
 
 import (
 	"bytes"
@@ -6,9 +8,9 @@ import (
 	"fmt"
 )
 
-// PDFBomb is a one-page PDF whose content stream deflates size bytes of
+// Bomb is a one-page PDF whose content stream deflates size bytes of
 // spaces: a few hundred kilobytes that inflate to size.
-func PDFBomb(size int) []byte {
+func Bomb(size int) []byte {
 	var z bytes.Buffer
 	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
 	chunk := bytes.Repeat([]byte(" "), 1<<20)
