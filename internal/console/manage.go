@@ -11,6 +11,7 @@ import (
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/suppression"
+	"github.com/postline/postline/internal/validation"
 )
 
 // keysPage lists the account's API keys (never a key itself, only its
@@ -170,7 +171,8 @@ func (c *Console) exportSuppressions(w http.ResponseWriter, r *http.Request, s *
 			if e.Source != nil {
 				src = *e.Source
 			}
-			cw.Write([]string{e.Recipient, string(e.Type), src, e.CreatedAt.UTC().Format(time.RFC3339)}) //nolint:errcheck
+			// A recipient such as =cmd@x.example is a valid address and a formula to a spreadsheet.
+			cw.Write(validation.SpreadsheetSafe([]string{e.Recipient, string(e.Type), src, e.CreatedAt.UTC().Format(time.RFC3339)})) //nolint:errcheck
 		}
 		if page >= pg.LastPage {
 			break
