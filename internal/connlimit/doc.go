@@ -1,6 +1,6 @@
 // Package connlimit bounds a listener so that no client can exhaust the
 // process's file handles: a Listener holds at most Max connections open
-// and at most PerIP from one client address, and refuses the others at
+// and at most PerIP from one client address (an IPv6 client's /64), and refuses the others at
 // once (the Refuse hook may say why first, as SMTP's 421 does).
 //
 // For line protocols (SMTP) a Listener can also govern how long a peer may

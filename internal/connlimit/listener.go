@@ -95,11 +95,11 @@ func (l *Listener) admit(addr netip.Addr) (Refusal, bool) {
 	if l.cfg.Max > 0 && l.open >= l.cfg.Max {
 		return Refusal{Addr: addr, Limit: l.cfg.Max}, false
 	}
-	if l.cfg.PerIP > 0 && l.perIP[addr] >= l.cfg.PerIP {
+	if l.cfg.PerIP > 0 && l.perIP[ClientKey(addr)] >= l.cfg.PerIP {
 		return Refusal{Addr: addr, PerIP: true, Limit: l.cfg.PerIP}, false
 	}
 	l.open++
-	l.perIP[addr]++
+	l.perIP[ClientKey(addr)]++
 	return Refusal{}, true
 }
 
@@ -107,8 +107,9 @@ func (l *Listener) release(addr netip.Addr) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.open--
-	if l.perIP[addr]--; l.perIP[addr] <= 0 {
-		delete(l.perIP, addr)
+	key := ClientKey(addr)
+	if l.perIP[key]--; l.perIP[key] <= 0 {
+		delete(l.perIP, key)
 	}
 }
 
@@ -152,6 +153,17 @@ func (l *Listener) note(r Refusal) {
 	}
 	l.cfg.Logger.Warn("connections refused past a bound", "listener", l.cfg.Name, "refused", n,
 		"last_bound", bound, "limit", r.Limit, "last_client", r.Addr.String())
+}
+
+// ClientKey is what a per-client bound counts by: an IPv4 address, or an
+// IPv6 address's /64, since one subscriber (one host, even) is given a
+// whole /64 and could otherwise open PerIP connections from each of its
+// 2^64 addresses.
+func ClientKey(addr netip.Addr) netip.Addr {
+	if addr.Is6() && !addr.Is4In6() {
+		return netip.PrefixFrom(addr, 64).Masked().Addr()
+	}
+	return addr
 }
 
 func clientAddr(c net.Conn) netip.Addr {

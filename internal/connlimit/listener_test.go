@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -135,5 +136,32 @@ func TestTimeouts(t *testing.T) {
 	busy.Write([]byte("NOOP\r\n"))
 	if line, err := r.ReadString('\n'); !strings.HasPrefix(line, "250 NOOP") {
 		t.Fatalf("after a pause within Idle: %q %v, want 250 NOOP", line, err)
+	}
+}
+
+// TestClientKey: an IPv6 client is counted by its /64, so that one host
+// given a /64 cannot open PerIP connections from each of its addresses;
+// IPv4 (and IPv4 seen through IPv6) is counted by the address.
+func TestClientKey(t *testing.T) {
+	t.Parallel()
+	key := func(s string) netip.Addr { return connlimit.ClientKey(netip.MustParseAddr(s).Unmap()) }
+	same := [][2]string{
+		{"2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe"},
+		{"::1", "::2"},
+		{"::ffff:192.0.2.7", "192.0.2.7"},
+	}
+	for _, p := range same {
+		if key(p[0]) != key(p[1]) {
+			t.Errorf("%s and %s are counted apart (%s, %s); want one client", p[0], p[1], key(p[0]), key(p[1]))
+		}
+	}
+	apart := [][2]string{
+		{"2001:db8:1:2::1", "2001:db8:1:3::1"},
+		{"192.0.2.7", "192.0.2.8"},
+	}
+	for _, p := range apart {
+		if key(p[0]) == key(p[1]) {
+			t.Errorf("%s and %s are counted as one client (%s)", p[0], p[1], key(p[0]))
+		}
 	}
 }

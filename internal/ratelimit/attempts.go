@@ -2,9 +2,12 @@ package ratelimit
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/postline/postline/internal/connlimit"
 )
 
 // Attempts limits credential checks (SMTP AUTH, console sign-in) per login
@@ -113,6 +116,9 @@ func (a *Attempts) limits() (perLogin, perAddr int, window time.Duration) {
 }
 
 func (a *Attempts) keys(login, addr string) (string, string) {
+	if ip, err := netip.ParseAddr(addr); err == nil {
+		addr = connlimit.ClientKey(ip.Unmap()).String() // an IPv6 client's /64 is one address
+	}
 	return a.Prefix + "auth-login:" + strings.ToLower(login), a.Prefix + "auth-addr:" + addr
 }
 

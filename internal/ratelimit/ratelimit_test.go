@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"sync"
@@ -109,7 +110,7 @@ func TestAttemptsCountOnlyFailures(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if at.Blocked && !at.Until.Equal(time.Date(2026, 11, 21, 10, 15, 0, 0, time.UTC)) {
+				if at.Blocked && !at.Until.Equal(now.Truncate(15*time.Minute).Add(15*time.Minute)) {
 					t.Fatalf("blocked until %v, want the end of the 15-minute window", at.Until)
 				}
 				return at
@@ -135,6 +136,16 @@ func TestAttemptsCountOnlyFailures(t *testing.T) {
 			now = now.Add(15 * time.Minute)
 			if begin("alice", "192.0.2.1").Blocked {
 				t.Fatal("still blocked in the next window")
+			}
+			// An IPv6 client is its /64: guesses from each of its addresses count together.
+			for i := range 5 {
+				begin(fmt.Sprintf("user%d", i), fmt.Sprintf("2001:db8:0:7::%x", i+1))
+			}
+			if !begin("frank", "2001:db8:0:7:ffff::1").Blocked {
+				t.Fatal("5 failures from 5 addresses of one /64 do not block it")
+			}
+			if begin("frank", "2001:db8:0:8::1").Blocked {
+				t.Fatal("failures from one /64 block the next one")
 			}
 		})
 	}
