@@ -533,14 +533,17 @@ func TestConsoleDomainSettingsAndSignInLimit(t *testing.T) {
 		t.Errorf("a relay off the allowlist: %d", r.StatusCode)
 	}
 
+	if err := env.App.Accounts.SetPassword(ctx, "alice", "correct horse alice"); err != nil {
+		t.Fatal(err)
+	}
 	o := &browser{t: t, base: env.URL}
 	for i := 0; i < 2; i++ {
-		if r := o.signIn("alice", "pl_wrong", "/"); r.StatusCode != 401 {
+		if r := o.signIn("alice", "wrong horse", "/"); r.StatusCode != 401 {
 			t.Fatalf("failure %d: %d", i+1, r.StatusCode)
 		}
 	}
-	if r := o.signIn("alice", alice.Key, "/"); r.StatusCode != 429 || o.cookie != nil {
-		t.Errorf("the right key after 2 failures with a limit of 2: %d, want 429 and no session", r.StatusCode)
+	if r := o.signIn("alice", "correct horse alice", "/"); r.StatusCode != 429 || o.cookie != nil {
+		t.Errorf("the right password after 2 failures with a limit of 2: %d, want 429 and no session", r.StatusCode)
 	}
 }
 

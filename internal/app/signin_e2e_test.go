@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/smtp"
 	"net/url"
 	"strings"
@@ -28,12 +29,14 @@ func TestSignInParallelGuesses(t *testing.T) {
 			t.Parallel()
 			env := apitest.Start(t, d, func(c *config.Config) { c.AuthAttemptsPerAddress = 1000; manySessions(c) })
 			ctx := context.Background()
+			users := map[string]apitest.User{}
 			for _, login := range []string{"alice", "bob"} {
-				env.NewUser(login)
+				users[login] = env.NewUser(login)
 				if err := env.App.Accounts.SetPassword(ctx, login, "correct horse "+login); err != nil {
 					t.Fatal(err)
 				}
 			}
+			alice := users["alice"]
 			statuses := countAnswers(150, func(i int) int {
 				b := &browser{t: t, base: env.URL}
 				r, body := b.do("POST", "/sign-in", url.Values{"login": {"alice"}, "secret": {fmt.Sprintf("guess number %d", i)}}, nil)
@@ -49,6 +52,11 @@ func TestSignInParallelGuesses(t *testing.T) {
 				if r := (&browser{t: t, base: env.URL}).signIn("alice", "correct horse alice", "/"); r.StatusCode != 429 {
 					t.Errorf("the right password after 10 failures: %d, want 429 (locked out, not checked)", r.StatusCode)
 				}
+			}
+			// Her API key is not locked with her password: a stranger's
+			// guesses cannot keep her out of the console.
+			if r := (&browser{t: t, base: env.URL}).signIn("alice", alice.Key, "/"); r.StatusCode != 303 {
+				t.Errorf("alice's API key after 150 password guesses at her login: %d, want 303 (signed in)", r.StatusCode)
 			}
 
 			b := &browser{t: t, base: env.URL}
@@ -66,28 +74,36 @@ func TestSignInParallelGuesses(t *testing.T) {
 	}
 }
 
-// TestSubmissionAuthParallelGuesses: the same for SMTP AUTH: 60 wrong keys
-// at once for one login are checked at most 10 times (535), the rest
-// refused unchecked (454); a client that mistypes its key a few times and
-// then gets it right, again and again, is never locked out.
+// TestSubmissionAuthParallelGuesses: SMTP AUTH takes API keys, which
+// cannot be guessed, so guesses are counted per client address only: 60
+// wrong keys at once from one address are checked at most the address's
+// limit (535), the rest refused unchecked (454); the login they named is
+// not locked (its owner's right key still works, from another address);
+// a client that mistypes its key a few times and then gets it right is let in.
 func TestSubmissionAuthParallelGuesses(t *testing.T) {
 	t.Parallel()
 	for _, d := range testutil.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			e := startSubmission(t, d, func(c *config.Config) { c.AuthAttemptsPerAddress = 1000; manySessions(c) })
-			bob := e.NewUser("bob")
-			codes := countAnswers(60, func(i int) int { return authOnce(e, "alice", fmt.Sprintf("pl_guess%d", i)) })
+			e := startSubmission(t, d, func(c *config.Config) { c.AuthAttemptsPerAddress = 10; manySessions(c) })
+			alice, bob := e.user, e.NewUser("bob")
+			codes := countAnswers(60, func(i int) int { return authFrom(e, "127.0.0.1", alice.Login, fmt.Sprintf("pl_guess%d", i)) })
 			if codes[535] > 10 || codes[535]+codes[454] != 60 {
-				t.Fatalf("60 parallel wrong keys, limit 10: replies %v; want at most 10 checked (535), the rest 454", codes)
+				t.Fatalf("60 parallel wrong keys from one address, limit 10: replies %v; want at most 10 checked (535), the rest 454", codes)
 			}
-			for round := range 4 {
+			if code := authFrom(e, "127.0.0.1", alice.Login, alice.Key); code != 454 {
+				t.Errorf("alice's right key from the guessing address: %d, want 454 (the address is blocked, nothing checked)", code)
+			}
+			if code := authFrom(e, "127.0.0.2", alice.Login, alice.Key); code != 235 {
+				t.Errorf("alice's right key from another address after a flood of guesses at her login: %d, want 235", code)
+			}
+			for round := range 3 {
 				for i := range 3 {
-					if code := authOnce(e, "bob", fmt.Sprintf("pl_typo%d%d", round, i)); code != 535 {
+					if code := authFrom(e, "127.0.0.3", "bob", fmt.Sprintf("pl_typo%d%d", round, i)); code != 535 {
 						t.Fatalf("bob's typo %d in round %d: %d, want 535", i, round, code)
 					}
 				}
-				if code := authOnce(e, "bob", bob.Key); code != 235 {
+				if code := authFrom(e, "127.0.0.3", "bob", bob.Key); code != 235 {
 					t.Fatalf("bob's right key after 3 typos (round %d): %d, want 235", round, code)
 				}
 			}
@@ -95,11 +111,12 @@ func TestSubmissionAuthParallelGuesses(t *testing.T) {
 	}
 }
 
-// authOnce connects to the implicit-TLS submission listener and answers
-// the reply code to AUTH PLAIN (235 when accepted, -1 when the connection
-// failed).
-func authOnce(e *sendEnv, login, key string) int {
-	conn, err := tls.Dial("tcp", e.App.Submission.Addr(true), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the server's self-signed loopback certificate
+// authFrom connects from the loopback address src to the implicit-TLS
+// submission listener and answers the reply code to AUTH PLAIN (235 when
+// accepted, -1 when the connection failed).
+func authFrom(e *sendEnv, src, login, key string) int {
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	conn, err := tls.DialWithDialer(dialer, "tcp", e.App.Submission.Addr(true), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the server's self-signed loopback certificate
 	if err != nil {
 		return -1
 	}

@@ -240,11 +240,12 @@ func TestSubmissionEndToEnd(t *testing.T) {
 	})
 }
 
-// TestSubmissionAuthLimits: past the failed-attempt limit a login is
-// refused with 454 before its credentials are checked, even correct ones.
+// TestSubmissionAuthLimits: past the failed-attempt limit of its address
+// a client is refused with 454 before its credentials are checked, even
+// correct ones.
 func TestSubmissionAuthLimits(t *testing.T) {
 	t.Parallel()
-	e := startSubmission(t, store.SQLite, func(c *config.Config) { c.AuthAttemptsPerLogin = 3 })
+	e := startSubmission(t, store.SQLite, func(c *config.Config) { c.AuthAttemptsPerAddress = 3 })
 	// A key without the send scope cannot submit, whatever its other scopes.
 	readOnly, _, err := e.App.Accounts.CreateKeyWith(context.Background(), "alice", account.KeyOptions{Scopes: []string{account.ScopeLogRead}})
 	if err != nil {

@@ -99,10 +99,18 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.render(w, status, "signin", view{Title: "Sign in", Data: map[string]any{"Next": next, "Login": login, "Error": msg}})
 	}
 	ip := clientIP(r)
+	isKey := strings.HasPrefix(secret, "pl_")
 	var at ratelimit.Attempt
 	if a := c.deps.Attempts; a != nil {
+		// A password is counted against its login too (it may be weak); an
+		// API key only against the address: it cannot be guessed, and a
+		// login locked by someone's password guesses still signs in with it.
+		counted := login
+		if isKey {
+			counted = ""
+		}
 		var err error
-		if at, err = a.Begin(ctx, login, ip); err != nil {
+		if at, err = a.Begin(ctx, counted, ip); err != nil {
 			c.cfg.Logger.Warn("console: sign-in attempts could not be counted", "error", err)
 		}
 		if at.Blocked {
@@ -112,7 +120,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	var p account.Principal
 	var err error
-	if strings.HasPrefix(secret, "pl_") {
+	if isKey {
 		p, err = c.deps.Accounts.Authenticate(ctx, login, secret)
 	} else {
 		p, err = c.deps.Accounts.CheckPassword(ctx, login, secret)

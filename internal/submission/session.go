@@ -58,8 +58,11 @@ func (ss *session) Auth(mech string) (sasl.Server, error) {
 
 // authenticate checks login and API key like the API's Basic auth, after
 // the attempt limits: the attempt is counted before the key is checked, so
-// parallel guesses cannot overrun them, and a blocked login or address is
-// not checked at all, so a correct guess past the limit teaches nothing.
+// parallel guesses cannot overrun them, and a blocked address is not
+// checked at all, so a correct guess past the limit teaches nothing. Only
+// the client's address is counted, not the login: an API key (256 random
+// bits) cannot be guessed, so a lock-out per login would protect nothing
+// and let anyone lock a tenant out of SMTP by naming its login.
 func (ss *session) authenticate(login, key string) error {
 	ctx, cancel := ss.ctx()
 	defer cancel()
@@ -67,7 +70,7 @@ func (ss *session) authenticate(login, key string) error {
 	var at ratelimit.Attempt
 	if a := ss.s.deps.Attempts; a != nil {
 		var err error
-		if at, err = a.Begin(ctx, login, ss.remote); err != nil {
+		if at, err = a.Begin(ctx, "", ss.remote); err != nil {
 			log.Warn("submission: AUTH attempts could not be counted", "error", err)
 		}
 		if at.Blocked {
