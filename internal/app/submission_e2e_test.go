@@ -254,6 +254,15 @@ func TestSubmissionAuthLimits(t *testing.T) {
 	if _, err := dialSubmission(t, e, false, smtp.PlainAuth("", "alice", readOnly, "127.0.0.1")); replyCode(err) != 535 || !strings.Contains(err.Error(), "send") {
 		t.Errorf("AUTH with a log:read key: %v, want 535 naming the send scope", err)
 	}
+	// An authorization identity other than the login is refused, right key or not.
+	bob := e.NewUser("bob")
+	if _, err := dialSubmission(t, e, false, smtp.PlainAuth("alice", "bob", bob.Key, "127.0.0.1")); replyCode(err) != 535 ||
+		!strings.Contains(err.Error(), "authorization identity") {
+		t.Errorf("AUTH PLAIN as bob for alice: %v, want 535 naming the authorization identity", err)
+	}
+	if _, err := dialSubmission(t, e, false, smtp.PlainAuth("bob", "bob", bob.Key, "127.0.0.1")); err != nil {
+		t.Errorf("AUTH PLAIN as bob for bob: %v, want accepted", err)
+	}
 	for i := 0; i < 3; i++ {
 		if _, err := dialSubmission(t, e, false, smtp.PlainAuth("", "alice", "pl_wrong", "127.0.0.1")); replyCode(err) != 535 {
 			t.Fatalf("failure %d: %v, want 535", i+1, err)

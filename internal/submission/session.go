@@ -49,7 +49,13 @@ func (ss *session) AuthMechanisms() []string { return []string{sasl.Plain, sasl.
 func (ss *session) Auth(mech string) (sasl.Server, error) {
 	switch mech {
 	case sasl.Plain:
-		return sasl.NewPlainServer(func(_, username, password string) error { return ss.authenticate(username, password) }), nil
+		return sasl.NewPlainServer(func(identity, username, password string) error {
+			if identity != "" && identity != username {
+				ss.outcome = "auth_failed"
+				return errAuthzID // no account may act for another; refused before anything is checked
+			}
+			return ss.authenticate(username, password)
+		}), nil
 	case sasl.Login:
 		return &loginServer{authenticate: ss.authenticate}, nil
 	}
