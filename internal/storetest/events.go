@@ -26,6 +26,8 @@ func RunEvents(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("Horizon", func(t *testing.T) { t.Parallel(); testEventHorizon(t, open(t)) })
 	t.Run("HorizonPerDatabase", func(t *testing.T) { t.Parallel(); testEventHorizonPerDatabase(t, open(t), open(t)) })
 	t.Run("ConcurrentCounts", func(t *testing.T) { t.Parallel(); testEventConcurrentCounts(t, open(t)) })
+	t.Run("HourlyCounts", func(t *testing.T) { t.Parallel(); testEventHourlyCounts(t, open(t)) })
+	t.Run("Listener", func(t *testing.T) { t.Parallel(); testEventListener(t, open(t), open(t)) })
 }
 
 // eventFixture records a varied set of entries for one domain (and noise
