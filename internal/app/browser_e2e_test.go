@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +16,18 @@ import (
 	"github.com/postline/postline/internal/store"
 )
 
-// screenshotDir is where the browser test writes the console's pages at
-// two widths (named in the README).
-const screenshotDir = "../../docs/screenshots"
+// screenshots, when set (go test -run TestConsoleInABrowser ./internal/app/
+// -args -screenshots), makes the browser test write the console's pages at
+// two widths to docs/screenshots (shown in the README); otherwise they go
+// to a temporary directory, so that a test run leaves the tree as it was.
+var screenshots = flag.Bool("screenshots", false, "write the browser test's screenshots to docs/screenshots")
+
+func screenshotDir(t *testing.T) string {
+	if *screenshots {
+		return "../../docs/screenshots"
+	}
+	return t.TempDir()
+}
 
 // browserContext starts Debian's chromium headless with a throwaway
 // profile and nothing that talks to the outside. The browser test runs
@@ -52,8 +62,8 @@ func browserContext(t *testing.T) (context.Context, func()) {
 	return ctx, func() { cancelT(); cancelB(); cancelA() }
 }
 
-// shoot writes the current page at 1440×900 and 390×844.
-func shoot(ctx context.Context, t *testing.T, name string) {
+// shoot writes the current page at 1440×900 and 390×844 to dir.
+func shoot(ctx context.Context, t *testing.T, dir, name string) {
 	t.Helper()
 	for _, size := range []struct {
 		w, h int64
@@ -66,7 +76,7 @@ func shoot(ctx context.Context, t *testing.T, name string) {
 		if err != nil {
 			t.Fatalf("screenshot %s: %v", name, err)
 		}
-		if err := os.WriteFile(filepath.Join(screenshotDir, name+"-"+size.tag+".png"), png, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name+"-"+size.tag+".png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +92,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	ctx, stop := browserContext(t)
 	defer stop()
 	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.RelayAllowlist = []string{"*.relay.example"} })
-	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
+	shots := screenshotDir(t)
+	if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
@@ -100,7 +111,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		return text
 	}
 	run("open the console", chromedp.Navigate(e.URL+"/"), chromedp.WaitVisible(chromedp.ID("login")))
-	shoot(ctx, t, "signin")
+	shoot(ctx, t, shots, "signin")
 	run("sign in",
 		chromedp.SendKeys(chromedp.ID("login"), "alice"),
 		chromedp.SendKeys(chromedp.ID("secret"), e.user.Key),
@@ -109,12 +120,12 @@ func TestConsoleInABrowser(t *testing.T) {
 	if text := mainText(); !strings.Contains(text, "shop.example.com") {
 		t.Fatalf("overview after sign-in: %q", text)
 	}
-	shoot(ctx, t, "overview")
+	shoot(ctx, t, shots, "overview")
 	run("the domain", chromedp.Navigate(e.URL+"/domains/shop.example.com"), chromedp.WaitVisible(chromedp.CSS("table")))
 	if text := mainText(); !strings.Contains(text, "_domainkey.shop.example.com") || !strings.Contains(text, "v=DKIM1") {
 		t.Fatalf("domain page: %q", text)
 	}
-	shoot(ctx, t, "domain")
+	shoot(ctx, t, shots, "domain")
 	run("add a relay domain",
 		chromedp.Navigate(e.URL+"/domains"),
 		chromedp.SendKeys(chromedp.ID("d-name"), "news.example.com"),
@@ -128,7 +139,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		strings.Contains(text, "relaypass") {
 		t.Fatalf("the new relay domain's page: %q", text)
 	}
-	shoot(ctx, t, "domain-added")
+	shoot(ctx, t, shots, "domain-added")
 
 	run("suppress an address",
 		chromedp.Navigate(e.URL+"/domains/shop.example.com/suppressions?type=bounce"),
@@ -143,7 +154,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if text := mainText(); !strings.Contains(text, "gone@rcpt.example.net") {
 		t.Fatalf("whitelist page: %q", text)
 	}
-	shoot(ctx, t, "suppressions")
+	shoot(ctx, t, shots, "suppressions")
 
 	resp := e.send(t, basicParts("ann@rcpt.example.net"), nil)
 	msgID := resp.JSON["data"].(map[string]any)["message_ids"].([]any)[0].(string)
@@ -162,7 +173,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if !strings.Contains(text, "ann@rcpt.example.net") || !strings.Contains(text, "delivered") {
 		t.Fatalf("log page: %q", text)
 	}
-	shoot(ctx, t, "log")
+	shoot(ctx, t, shots, "log")
 
 	// The live tail: a message sent through the API appears within 2 s;
 	// paused, new entries wait and appear on resume.
@@ -177,7 +188,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("the message sent through the API was not in the live tail within 2 s: %v", err)
 	}
 	t.Logf("in the live tail %v after the send", time.Since(sent).Round(10*time.Millisecond))
-	shoot(ctx, t, "live-tail")
+	shoot(ctx, t, shots, "live-tail")
 	run("pause", chromedp.Click(chromedp.ID("tail-toggle")))
 	e.send(t, basicParts("paused@rcpt.example.net"), nil)
 	run("entries wait while paused", chromedp.WaitVisible(chromedp.Search(`//span[@id="tail-status" and contains(text(), "new")]`)))
@@ -196,7 +207,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if text := mainText(); !strings.Contains(text, "queued") || !strings.Contains(text, "smtp_code") {
 		t.Fatalf("chain page: %q", text)
 	}
-	shoot(ctx, t, "chain")
+	shoot(ctx, t, shots, "chain")
 	// List cleaning: upload 1,000 lines, wait for the job, download the results.
 	e.DNS.AddMX("acme-mail.com", 10, "mx.acme-mail.com")
 	e.DNS.AddA("mx.acme-mail.com", "192.0.2.10")
@@ -216,7 +227,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the uploaded list was not done within a minute: %v", err)
 	}
-	shoot(ctx, t, "list-done")
+	shoot(ctx, t, shots, "list-done")
 	csvText, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch(document.getElementById('job-download').href).then(r => r.text())`, chromedp.EvalAwaitPromise))
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +239,7 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	for _, p := range []string{"/keys", "/validation?email=jane%40gmail.con"} {
 		run("page "+p, chromedp.Navigate(e.URL+p), chromedp.WaitVisible(chromedp.CSS("main")))
-		shoot(ctx, t, strings.Trim(strings.SplitN(p, "?", 2)[0], "/"))
+		shoot(ctx, t, shots, strings.Trim(strings.SplitN(p, "?", 2)[0], "/"))
 	}
 
 	run("sign out", chromedp.Click(chromedp.CSS(".signout button")), chromedp.WaitVisible(chromedp.ID("login")))
