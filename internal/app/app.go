@@ -324,6 +324,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	api := a.API()
 	srv := httpapi.HTTPServer(ln.Addr().String(), boundDB(api.Handler(), a.Config.DBTimeout), a.Logger)
 	srv.RegisterOnShutdown(api.StopStreams)
+	srv.ConnState = httpConnState
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -11,19 +12,37 @@ import (
 )
 
 // smtpConns are the bounds of every SMTP listener (inbound, submission).
+// At the total bound the oldest session that has not authenticated (or,
+// inbound, named a recipient taken here) is closed for the new one, so
+// that addresses holding unauthenticated sessions cannot lock every
+// tenant out.
 func (a *App) smtpConns() connlimit.Config {
 	c := a.Config
-	return connlimit.Config{Max: c.SMTPMaxConnections, PerIP: c.SMTPMaxConnectionsPerIP,
+	return connlimit.Config{Max: c.SMTPMaxConnections, PerIP: c.SMTPMaxConnectionsPerIP, Evict: true, EvictUntilPromote: true,
 		Timeouts: &connlimit.Timeouts{First: c.SMTPPreAuthTimeout, Idle: c.SMTPCommandTimeout}}
 }
 
 // boundHTTP bounds the API's listener, in total and per client address,
 // so that one client cannot hold every connection and leave /readyz and
-// everyone else unanswered. A reverse proxy in front is one address for
-// every client: its operator raises or turns off the per-address bound.
+// everyone else unanswered. At the total bound the connection idle
+// longest (between requests, or before its first) is closed for the new
+// one (httpConnState marks them), so idle keep-alive connections from
+// many addresses cannot fill it either. A reverse proxy in front is one
+// address for every client: its operator raises or turns off the
+// per-address bound.
 func (a *App) boundHTTP(ln net.Listener) net.Listener {
 	return connlimit.New(ln, connlimit.Config{Max: a.Config.HTTPMaxConnections, PerIP: a.Config.HTTPMaxConnectionsPerIP,
-		Name: "http", Logger: a.Logger, Refuse: refuseHTTP})
+		Evict: true, Name: "http", Logger: a.Logger, Refuse: refuseHTTP})
+}
+
+// httpConnState tells the bounded listener which connections are idle.
+func httpConnState(c net.Conn, s http.ConnState) {
+	switch s {
+	case http.StateNew, http.StateIdle:
+		connlimit.SetEvictable(c, true)
+	case http.StateActive, http.StateHijacked:
+		connlimit.SetEvictable(c, false)
+	}
 }
 
 // refuseHTTP answers a connection past a bound with a 503 that names it,

@@ -3,6 +3,7 @@ package app_test
 import (
 	"bufio"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -173,41 +174,58 @@ func TestSubmissionSessionsPerAccount(t *testing.T) {
 	}
 }
 
-// The API holds at most --http-max-connections: those past it are closed
-// at once, and once the idle ones go the API answers.
+// The API holds at most --http-max-connections. Idle ones (keep-alive
+// between requests, or none sent yet) make way for a newcomer, oldest
+// first, so /readyz answers at once however many idle connections are
+// held (a client still sending its request's headers is idle too, to
+// net/http: slow headers make way); connections serving a request (here
+// log streams) do not, and past the bound of those a newcomer reads a 503
+// naming the setting.
 func TestHTTPListenerBounded(t *testing.T) {
 	t.Parallel()
 	const max = 16
 	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.HTTPMaxConnections = max })
 	u := strings.TrimPrefix(e.URL, "http://")
-	var conns []net.Conn
-	for range 2 * max {
+	dial := func() net.Conn {
 		c, err := net.Dial("tcp", u)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		conns = append(conns, c)
+		t.Cleanup(func() { c.Close() })
+		return c
 	}
-	open := make(chan bool, len(conns))
-	for _, c := range conns { // at once: a read past its deadline says timeout even on a closed conn
-		go func() {
-			c.SetReadDeadline(time.Now().Add(time.Second))
-			_, err := c.Read(make([]byte, 1))
-			open <- isTimeout(err) // still waiting for a request
-		}()
+	var idle []net.Conn
+	for range max {
+		idle = append(idle, dial())
 	}
-	held := 0
-	for range conns {
-		if <-open {
-			held++
-		}
+	time.Sleep(100 * time.Millisecond) // accepted, all idle
+	readyWithin(t, e.URL, time.Second)
+	idle[0].SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := idle[0].Read(make([]byte, 1)); isTimeout(err) {
+		t.Error("the connection idle longest is still open after /readyz took a place")
 	}
-	if held > max || held < max/2 {
-		t.Fatalf("%d of %d idle connections held, want at most %d (and the others closed)", held, 2*max, max)
-	}
-	for _, c := range conns {
+	for _, c := range idle {
 		c.Close()
+	}
+
+	var busy []net.Conn // each holding a log stream open
+	for i := range max {
+		c := dial()
+		fmt.Fprintf(c, "GET /api/domains/%s/log/stream?follow=true HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\n\r\n", e.dom.Name, e.user.Auth())
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if status, _ := bufio.NewReader(c).ReadString('\n'); !strings.HasPrefix(status, "HTTP/1.1 200") {
+			t.Fatalf("log stream %d: %q", i+1, status)
+		}
+		busy = append(busy, c)
+	}
+	c := dial()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	status, err := bufio.NewReader(c).ReadString('\n')
+	if !strings.HasPrefix(status, "HTTP/1.1 503") {
+		t.Fatalf("a newcomer with %d requests in progress: %q (%v), want 503 naming --http-max-connections", max, status, err)
+	}
+	for _, b := range busy {
+		b.Close()
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -217,7 +235,7 @@ func TestHTTPListenerBounded(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("/readyz after the idle connections closed: %v", err)
+			t.Fatalf("/readyz after the busy connections closed: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -263,4 +281,53 @@ func TestHTTPListenerBoundedPerAddress(t *testing.T) {
 		t.Fatalf("/readyz from another address while one holds its bound: %v %v", resp, err)
 	}
 	resp.Body.Close()
+}
+
+// At --smtp-max-connections the session that has waited longest without
+// authenticating is closed for a newcomer, so that unauthenticated
+// sessions cannot lock tenants out (the second outside review held the
+// whole bound from 50 addresses); authenticated sessions are never
+// closed for another, and when every place is held by one the newcomer
+// reads 421 4.3.2.
+func TestSMTPTotalBoundClosesTheOldestUnauthenticated(t *testing.T) {
+	t.Parallel()
+	const max = 4
+	e := startSubmission(t, store.SQLite, func(c *config.Config) {
+		c.SMTPMaxConnections, c.SMTPMaxConnectionsPerIP, c.SubmissionSessionsPerAccount = max, 100, 100
+	})
+	p := smtpPort{"submission", e.App.Submission.Addr(false), false}
+	type idle struct {
+		c net.Conn
+		r *bufio.Reader
+	}
+	var waiting []idle
+	for i := range max {
+		c, r, greeting := dialGreeted(t, p)
+		if !strings.HasPrefix(greeting, "220 ") {
+			t.Fatalf("idle connection %d: %q", i+1, greeting)
+		}
+		defer c.Close()
+		waiting = append(waiting, idle{c, r})
+	}
+	auth := smtp.PlainAuth("", e.user.Login, e.user.Key, "127.0.0.1")
+	var sessions []*smtp.Client
+	for i := range max {
+		c, err := dialSubmission(t, e, false, auth)
+		if err != nil {
+			t.Fatalf("a tenant's session %d with every place held by unauthenticated clients: %v, want accepted", i+1, err)
+		}
+		defer c.Close()
+		sessions = append(sessions, c)
+		closedWithin(t, waiting[i].c, waiting[i].r, 2*time.Second) // the oldest unauthenticated one made way
+	}
+	c, _, greeting := dialGreeted(t, p)
+	defer c.Close()
+	if want := fmt.Sprintf("421 4.3.2 Too many connections to this server (at most %d at once); try again later", max); greeting != want {
+		t.Fatalf("with every place held by authenticated sessions: %q, want %q", greeting, want)
+	}
+	for i, s := range sessions {
+		if err := s.Noop(); err != nil {
+			t.Errorf("authenticated session %d was closed for another: %v", i+1, err)
+		}
+	}
 }

@@ -1,10 +1,10 @@
 package connlimit
 
 import (
+	"container/list"
 	"crypto/tls"
 	"net"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -12,8 +12,13 @@ import (
 // Conn is a connection a Listener admitted; closing it gives its place back.
 type Conn struct {
 	net.Conn
-	release func()
-	once    sync.Once
+	l    *Listener
+	addr netip.Addr
+
+	// Under l.mu: the conn's place on the evictable list, and whether its
+	// place was given back (closed or evicted).
+	idleAt *list.Element
+	closed bool
 
 	governed bool         // Timeouts set: reads get this Conn's deadlines
 	idle     atomic.Int64 // nanoseconds allowed between reads
@@ -21,7 +26,7 @@ type Conn struct {
 }
 
 func (l *Listener) wrap(c net.Conn, addr netip.Addr) *Conn {
-	lc := &Conn{Conn: c, release: func() { l.release(addr) }}
+	lc := &Conn{Conn: c, l: l, addr: addr}
 	if t := l.cfg.Timeouts; t != nil {
 		lc.governed = true
 		lc.idle.Store(int64(t.Idle))
@@ -54,6 +59,9 @@ func (c *Conn) Promote() {
 		return
 	}
 	c.end.Store(0)
+	if c.l.cfg.EvictUntilPromote {
+		c.l.setEvictable(c, false)
+	}
 }
 
 // Read reads with the Conn's deadline when it governs its own.
@@ -98,6 +106,6 @@ func (c *Conn) CloseWrite() error {
 // Close closes the connection and gives its place back, once.
 func (c *Conn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.l.release(c)
 	return err
 }

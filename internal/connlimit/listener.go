@@ -1,6 +1,7 @@
 package connlimit
 
 import (
+	"container/list"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -19,6 +20,12 @@ type Config struct {
 	// Timeouts, when set, make the Listener's conns govern their own read
 	// deadlines (see the package comment).
 	Timeouts *Timeouts
+	// Evict, at the total bound, closes the connection evictable longest
+	// to admit a new one instead of refusing it (evict.go); a conn is
+	// evictable from accept until Promote when EvictUntilPromote, and
+	// whenever SetEvictable says so.
+	Evict             bool
+	EvictUntilPromote bool
 	// Name and Logger: refusals are logged at most once a minute per
 	// listener, with their count, so that a flood does not flood the log.
 	Name   string
@@ -56,7 +63,9 @@ type Listener struct {
 	mu      sync.Mutex
 	open    int
 	perIP   map[netip.Addr]int
+	idle    list.List // evictable conns, longest first
 	refused int       // since the last log line
+	evicted int       // since the last log line
 	logged  time.Time // of the last log line
 }
 
@@ -74,11 +83,16 @@ func (l *Listener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		addr := clientAddr(c)
-		if r, ok := l.admit(addr); !ok {
+		lc, r, victim := l.admit(c, addr)
+		if victim != nil {
+			victim.Conn.Close() // its place is the new conn's; Close gives nothing back twice
+			l.note(Refusal{}, true)
+		}
+		if lc == nil {
 			l.refuse(c, r)
 			continue
 		}
-		return l.wrap(c, addr), nil
+		return lc, nil
 	}
 }
 
@@ -89,32 +103,52 @@ func (l *Listener) Open() int {
 	return l.open
 }
 
-func (l *Listener) admit(addr netip.Addr) (Refusal, bool) {
+// admit counts c in, or says which bound it meets; at the total bound it
+// may admit c in the place of an evictable conn (victim), which the caller
+// closes.
+func (l *Listener) admit(c net.Conn, addr netip.Addr) (lc *Conn, r Refusal, victim *Conn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.cfg.Max > 0 && l.open >= l.cfg.Max {
-		return Refusal{Addr: addr, Limit: l.cfg.Max}, false
+	key := ClientKey(addr)
+	if l.cfg.PerIP > 0 && l.perIP[key] >= l.cfg.PerIP {
+		return nil, Refusal{Addr: addr, PerIP: true, Limit: l.cfg.PerIP}, nil
 	}
-	if l.cfg.PerIP > 0 && l.perIP[ClientKey(addr)] >= l.cfg.PerIP {
-		return Refusal{Addr: addr, PerIP: true, Limit: l.cfg.PerIP}, false
+	if l.cfg.Max > 0 && l.open >= l.cfg.Max {
+		if victim = l.victim(); victim == nil {
+			return nil, Refusal{Addr: addr, Limit: l.cfg.Max}, nil
+		}
+		l.drop(victim)
 	}
 	l.open++
-	l.perIP[ClientKey(addr)]++
-	return Refusal{}, true
+	l.perIP[key]++
+	lc = l.wrap(c, addr)
+	if l.cfg.Evict && l.cfg.EvictUntilPromote {
+		lc.idleAt = l.idle.PushBack(lc)
+	}
+	return lc, Refusal{}, victim
 }
 
-func (l *Listener) release(addr netip.Addr) {
+// release gives c's place back, once.
+func (l *Listener) release(c *Conn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !c.closed {
+		l.drop(c)
+	}
+}
+
+// drop takes c out of the counts (under l.mu).
+func (l *Listener) drop(c *Conn) {
+	l.forget(c)
 	l.open--
-	key := ClientKey(addr)
+	key := ClientKey(c.addr)
 	if l.perIP[key]--; l.perIP[key] <= 0 {
 		delete(l.perIP, key)
 	}
 }
 
 func (l *Listener) refuse(c net.Conn, r Refusal) {
-	l.note(r)
+	l.note(r, false)
 	if l.cfg.Refuse == nil {
 		c.Close()
 		return
@@ -133,26 +167,33 @@ func (l *Listener) refuse(c net.Conn, r Refusal) {
 	}()
 }
 
-// note logs refusals, at most once a minute.
-func (l *Listener) note(r Refusal) {
+// note logs refusals and evictions, at most once a minute.
+func (l *Listener) note(r Refusal, evicted bool) {
 	if l.cfg.Logger == nil {
 		return
 	}
 	l.mu.Lock()
-	l.refused++
-	n, now := l.refused, time.Now()
+	if !evicted {
+		l.refused++
+	}
+	refused, evictions, now := l.refused, l.evicted, time.Now()
 	if now.Sub(l.logged) < logEvery {
 		l.mu.Unlock()
 		return
 	}
-	l.refused, l.logged = 0, now
+	l.refused, l.evicted, l.logged = 0, 0, now
 	l.mu.Unlock()
+	if evicted {
+		l.cfg.Logger.Warn("idle connections closed to admit others at the total bound", "listener", l.cfg.Name,
+			"evicted", evictions, "refused", refused, "limit", l.cfg.Max)
+		return
+	}
 	bound := "total"
 	if r.PerIP {
 		bound = "per client address"
 	}
-	l.cfg.Logger.Warn("connections refused past a bound", "listener", l.cfg.Name, "refused", n,
-		"last_bound", bound, "limit", r.Limit, "last_client", r.Addr.String())
+	l.cfg.Logger.Warn("connections refused past a bound", "listener", l.cfg.Name, "refused", refused,
+		"evicted", evictions, "last_bound", bound, "limit", r.Limit, "last_client", r.Addr.String())
 }
 
 // ClientKey is what a per-client bound counts by: an IPv4 address, or an
