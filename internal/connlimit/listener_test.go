@@ -165,3 +165,40 @@ func TestClientKey(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictUntilPromote: at the total bound a newcomer takes the place of
+// the conn that has gone longest without Promote; promoted conns keep
+// theirs, and with only those left the newcomer is refused.
+func TestEvictUntilPromote(t *testing.T) {
+	t.Parallel()
+	cfg := connlimit.Config{Max: 2, PerIP: 10, Evict: true, EvictUntilPromote: true, Refuse: connlimit.SMTPRefusal(nil)}
+	addr, ln := serve(t, cfg)
+	first, _ := greeting(t, addr)
+	second, _ := greeting(t, addr)
+	if _, got := greeting(t, addr); got != "220 hello" {
+		t.Fatalf("a newcomer at the bound with unpromoted conns: %q, want 220 hello", got)
+	}
+	first.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := first.Read(make([]byte, 64)); err == nil || isTimeout(err) {
+		t.Fatalf("the oldest unpromoted conn: %v, want closed", err)
+	}
+	second.Write([]byte("PROMOTE\r\n"))
+	r := bufio.NewReader(second)
+	if line, _ := r.ReadString('\n'); !strings.HasPrefix(line, "250 ") {
+		t.Fatalf("promote: %q", line)
+	}
+	third, _ := greeting(t, addr) // evicts the third one's predecessor, the only unpromoted
+	third.Write([]byte("PROMOTE\r\n"))
+	bufio.NewReader(third).ReadString('\n')
+	if _, got := greeting(t, addr); !strings.HasPrefix(got, "421 4.3.2") {
+		t.Fatalf("a newcomer with every place promoted: %q, want 421 4.3.2", got)
+	}
+	if n := ln.Open(); n != 2 {
+		t.Fatalf("open = %d, want 2", n)
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
