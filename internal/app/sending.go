@@ -39,7 +39,7 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 		Lease:       cfg.DeliveryLease,
 		DomainRate:  cfg.DomainSendRate,
 		Grace:       cfg.ShutdownTimeout,
-		Policy:      sending.Policy{Schedule: cfg.RetrySchedule, MaxAge: cfg.MaxMessageAge},
+		Policy:      sending.Policy{Schedule: cfg.RetrySchedule, MaxAge: cfg.MaxMessageAge, Jitter: retryJitter},
 		VERPKey:     verpKey(secretKey),
 		Tracking:    a.TrackingURLs,
 		Logger:      a.Logger,
@@ -104,3 +104,6 @@ func enqueueLinger(d store.Dialect) time.Duration {
 	}
 	return 0
 }
+
+// retryJitter spreads retry delays by ±10%.
+const retryJitter = 0.1

@@ -208,7 +208,7 @@ func Default() Config {
 		HTTPMaxConnectionsPerIP: 200,
 		RetrySchedule: []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute,
 			time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour},
-		MaxMessageAge:                24 * time.Hour,
+		MaxMessageAge:                5 * 24 * time.Hour, // Postfix's maximal_queue_lifetime
 		DeliveryWorkers:              8,
 		DeliveryLease:                2 * time.Minute,
 		ValidationCacheTTL:           7 * 24 * time.Hour,

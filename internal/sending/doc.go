@@ -85,8 +85,9 @@
 //
 // After attempt n fails temporarily the next attempt is due after
 // schedule[min(n, len)-1] (default 1m, 5m, 15m, 30m, 1h, 2h, 4h, 8h), or the
-// receiving server's own hint when it gives a longer one; a message older
-// than the maximum age (default 24h) at its next due time fails instead.
+// receiving server's own hint when it gives a longer one, spread by Policy.Jitter
+// (±10% in the server); a message older
+// than the maximum age (default 5 days) at its next due time fails instead.
 //
 // # Outbound rate
 //

@@ -32,3 +32,24 @@ func TestPolicyNext(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyJitter: with Jitter 0.1 each delay lies within ±10% of the
+// schedule's, and a batch deferred at once is spread over that range
+// instead of coming back as one wave.
+func TestPolicyJitter(t *testing.T) {
+	t.Parallel()
+	p := Policy{Schedule: []time.Duration{10 * time.Minute}, Jitter: 0.1}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	lo, hi := time.Duration(1<<62), time.Duration(0)
+	for range 1000 {
+		next, ok := p.Next(now, now, 1, 0)
+		d := next.Sub(now)
+		if !ok || d < 9*time.Minute || d > 11*time.Minute {
+			t.Fatalf("delay %s (ok %v), want within 10 min ± 10%%", d, ok)
+		}
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	if hi-lo < 90*time.Second {
+		t.Errorf("1,000 delays span only %s..%s; want them spread over most of 9..11 min", lo, hi)
+	}
+}
