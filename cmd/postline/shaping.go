@@ -78,7 +78,7 @@ func printShaping(w io.Writer, rules *shaping.Rules, hosts []string, s shaping.S
 		fmt.Fprintf(w, "source = %s\n", s.Source)
 	}
 	fmt.Fprintf(w, "mx_rollup = %t\n", s.MXRollup)
-	for _, kv := range s.Set() {
+	for _, kv := range s.KeyValues() {
 		fmt.Fprintf(w, "%s = %s\n", kv.Key, kv.Value)
 	}
 	for _, pl := range s.ProviderLimits {

@@ -90,9 +90,9 @@ type Action struct {
 	Kind ActionKind
 	// Name and Value are SetConfig's key and value in shaping-file notation.
 	Name, Value string
-	// Set is SetConfig's override with only that key set; apply it with
-	// Limits.With.
-	Set Limits
+	// Override is SetConfig's override, with only that key set; apply it
+	// with Limits.With.
+	Override Limits
 }
 
 // String is "Suspend", "SuspendTenant" or "SetConfig max_message_rate=1/min".

@@ -52,7 +52,7 @@ duration = "5 minutes"
 	}
 	// A SetConfig action overrides the effective limit.
 	set := y.Automation[0].Actions[0]
-	if got := y.Limits.With(set.Set).MaxMessageRate; got != (Rate{Count: 1, Per: time.Minute}) || set.String() != "SetConfig max_message_rate=1/min" {
+	if got := y.Limits.With(set.Override).MaxMessageRate; got != (Rate{Count: 1, Per: time.Minute}) || set.String() != "SetConfig max_message_rate=1/min" {
 		t.Errorf("applying %s gives max_message_rate %v", set, got)
 	}
 

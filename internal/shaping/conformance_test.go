@@ -63,7 +63,7 @@ func TestKumoMTAFilesLoadTogether(t *testing.T) {
 			t.Errorf("%s: provider %q, want %q", c.domain, s.Provider, c.provider)
 		}
 		got := map[string]string{}
-		for _, kv := range s.Set() {
+		for _, kv := range s.KeyValues() {
 			got[kv.Key] = kv.Value
 		}
 		for k, want := range c.want {

@@ -62,9 +62,9 @@ type KeyValue struct {
 	Key, Value string
 }
 
-// Set lists the fields that are set, in KumoMTA's names and notation, in
-// a fixed order.
-func (l Limits) Set() []KeyValue {
+// KeyValues lists the fields that are set, in KumoMTA's names and
+// notation, in a fixed order.
+func (l Limits) KeyValues() []KeyValue {
 	var out []KeyValue
 	for _, k := range limitKeys {
 		if v := k.show(l); v != "" {

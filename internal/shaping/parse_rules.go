@@ -191,7 +191,7 @@ func (d *decoder) setConfig(w where, v any) (Action, bool, error) {
 	if err := k.parse(value, &l); err != nil {
 		return Action{}, false, fmt.Errorf("SetConfig %s: %w", name, err)
 	}
-	return Action{Kind: ActionSetConfig, Name: name, Value: k.show(l), Set: l}, true, nil
+	return Action{Kind: ActionSetConfig, Name: name, Value: k.show(l), Override: l}, true, nil
 }
 
 // parseTrigger parses trigger: "Immediate" (the zero Rate) or

@@ -148,7 +148,24 @@ func TestLimitsWithOverridesOnlyWhatIsSet(t *testing.T) {
 	if got != want {
 		t.Errorf("With = %+v, want %+v", got, want)
 	}
-	if kv := got.Set(); len(kv) != 4 || kv[0] != (KeyValue{"connection_limit", "10"}) || kv[3] != (KeyValue{"enable_dane", "false"}) {
-		t.Errorf("Set() = %v", kv)
+	if kv := got.KeyValues(); len(kv) != 4 || kv[0] != (KeyValue{"connection_limit", "10"}) || kv[3] != (KeyValue{"enable_dane", "false"}) {
+		t.Errorf("KeyValues() = %v", kv)
+	}
+}
+
+func TestParseSetting(t *testing.T) {
+	t.Parallel()
+	l, err := ParseSetting("connection_limit", 1)
+	if err != nil || l != (Limits{ConnectionLimit: Limit{N: 1}}) {
+		t.Errorf("ParseSetting(connection_limit, 1) = %+v, %v", l, err)
+	}
+	if l, err = ParseSetting("max_message_rate", "1/minute"); err != nil || l.MaxMessageRate != (Rate{Count: 1, Per: time.Minute}) {
+		t.Errorf("ParseSetting(max_message_rate) = %+v, %v", l, err)
+	}
+	if _, err = ParseSetting("max_ready", 5); err == nil {
+		t.Errorf("ParseSetting accepted a key Postline does not implement")
+	}
+	if _, err = ParseSetting("idle_timeout", "later"); err == nil {
+		t.Errorf("ParseSetting accepted a bad value")
 	}
 }

@@ -82,8 +82,12 @@ func NewWatcher(ctx context.Context, cfg WatcherConfig) (*Watcher, error) {
 // Rules returns the rules in force.
 func (w *Watcher) Rules() *Rules { return w.cur.Load() }
 
-// Start checks the files every Interval until Stop or ctx ends.
+// Start checks the files every Interval until Stop or ctx ends. With no
+// files (the built-in rules) there is nothing to watch.
 func (w *Watcher) Start(ctx context.Context) error {
+	if len(w.cfg.Paths) == 0 {
+		return nil
+	}
 	ctx, w.stop = context.WithCancel(ctx)
 	w.done = make(chan struct{})
 	go func() {
