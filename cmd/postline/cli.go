@@ -27,6 +27,9 @@ type cmd struct {
 	// setup registers the command's own flags and returns what runs it.
 	setup func(fs *flag.FlagSet) runFunc
 	subs  []*cmd
+	// destination says the command's DOMAIN is a place mail goes to, not
+	// an account's sending domain, so it takes no --account.
+	destination bool
 }
 
 type runFunc func(ctx context.Context, x *inv) error
@@ -73,7 +76,7 @@ func runLeaf(ctx context.Context, e env, c *cmd, names []string, args []string) 
 	fs.Usage = func() {}
 	run := c.setup(fs)
 	var account *string
-	if strings.HasPrefix(c.args, "DOMAIN") {
+	if strings.HasPrefix(c.args, "DOMAIN") && !c.destination {
 		// Several accounts may claim one name until one of them verifies it.
 		account = fs.String("account", "", "the `LOGIN` whose DOMAIN is meant, when several accounts claim the name")
 	}

@@ -24,6 +24,7 @@ func commandTree() *cmd {
 		webhookCommands(),
 		templateCommands(),
 		messageCommands(),
+		shapingCommands(),
 		{name: "validate", args: "[ADDRESS...]", summary: "validate addresses: JSON lines out, in input order; stdin when no address is given",
 			setup: setupValidate, maxArgs: -1},
 		{name: "cache", summary: "the validation cache", subs: []*cmd{

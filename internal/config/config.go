@@ -57,6 +57,9 @@ type Config struct {
 	// loopback and private addresses (tests, simulated networks).
 	DeliveryAllowPrivate bool
 	HeloName             string // EHLO name; empty = the host name
+	// ShapingFiles are traffic-shaping files in KumoMTA's format, later ones
+	// over earlier ones (internal/shaping); none: the built-in rules.
+	ShapingFiles []string
 
 	BlocklistFile      string        // operator blocklist: domains and addresses, one a line
 	AllowlistFile      string        // operator allowlist, same format; wins over every list
@@ -173,6 +176,13 @@ func (c *Config) absolutePaths() error {
 			return fmt.Errorf("config: database-url: %w", err)
 		}
 		c.DatabaseURL = "sqlite:" + abs
+	}
+	for i, p := range c.ShapingFiles {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("config: shaping-file: %w", err)
+		}
+		c.ShapingFiles[i] = abs
 	}
 	return nil
 }

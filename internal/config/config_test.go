@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +101,29 @@ func TestByteSettings(t *testing.T) {
 		if _, err := load(t, nil, args...); err == nil || !strings.Contains(err.Error(), args[0][2:]) {
 			t.Errorf("%v: %v, want an error naming the setting", args, err)
 		}
+	}
+}
+
+// --shaping-file repeats, POSTLINE_SHAPING_FILE separates with commas, and
+// the flags replace the environment's list rather than add to it.
+func TestShapingFiles(t *testing.T) {
+	t.Parallel()
+	wd, _ := os.Getwd()
+	cfg, err := load(t, nil, "--shaping-file", "/etc/kumo/shaping.toml", "--shaping-file", "mine.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"/etc/kumo/shaping.toml", filepath.Join(wd, "mine.toml")}; !slices.Equal(cfg.ShapingFiles, want) {
+		t.Errorf("flags: %q, want %q (in order, relative ones made absolute)", cfg.ShapingFiles, want)
+	}
+	env := map[string]string{"POSTLINE_SHAPING_FILE": "/a.toml, /b.toml"}
+	if cfg, _ = load(t, env); !slices.Equal(cfg.ShapingFiles, []string{"/a.toml", "/b.toml"}) {
+		t.Errorf("env: %q", cfg.ShapingFiles)
+	}
+	if cfg, _ = load(t, env, "--shaping-file", "/c.toml"); !slices.Equal(cfg.ShapingFiles, []string{"/c.toml"}) {
+		t.Errorf("flag over env: %q, want only the flag's", cfg.ShapingFiles)
+	}
+	if cfg, _ = load(t, nil); cfg.ShapingFiles != nil {
+		t.Errorf("default: %q, want none (the built-in rules)", cfg.ShapingFiles)
 	}
 }

@@ -67,6 +67,11 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.BoolVar(&cfg.DeliveryAllowPrivate, "delivery-allow-private", false,
 		"let direct delivery connect to MX hosts at loopback, private, link-local and other non-public addresses (tests); relays are not affected")
 	fs.StringVar(&cfg.HeloName, "helo-name", "", "EHLO `name` for outgoing SMTP (default the host name)")
+	fs.Func("shaping-file", "traffic-shaping `file` in KumoMTA's shaping.toml format; repeat it (or separate with commas) "+
+		"for several, later ones overriding earlier ones; reloaded when one changes (default the built-in rules)", func(s string) error {
+		cfg.ShapingFiles = append(cfg.ShapingFiles, splitList(s)...)
+		return nil
+	})
 	fs.StringVar(&cfg.BlocklistFile, "blocklist-file", "", "operator blocklist for validation: one domain or address a line; reloaded on change")
 	fs.StringVar(&cfg.AllowlistFile, "allowlist-file", "", "operator allowlist for validation, same format; overrides every blocklist")
 	fs.DurationVar(&cfg.ValidationCacheTTL, "validation-cache-ttl", cfg.ValidationCacheTTL, "how long definitive validation answers are cached")

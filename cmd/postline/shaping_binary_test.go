@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/postline/postline/internal/dnstest"
+)
+
+// runBinary runs the built binary with the environment given (and no
+// POSTLINE_* from the test's own) and returns its exit status and output.
+func runBinary(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "POSTLINE_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+}
+
+const shapingShowFile = `["default"]
+connection_limit = 10
+max_message_rate = "100/s"
+data_timeout = "30s"
+
+[provider."big"]
+match = [{MXSuffix = ".big.example"}]
+max_deliveries_per_connection = 20
+provider_connection_limit = "local:5"
+
+["big.example"]
+idle_timeout = "30s"
+enable_tls = "Required"
+
+[["big.example".automation]]
+regex = "421 4\\.7\\.28"
+action = "Suspend"
+duration = "2 hours"
+
+["big.example".sources."ip-2"]
+connection_limit = 2
+`
+
+// `postline shaping show` resolves the domain through --dns-server, reads
+// the same shaping files serve would, and prints the effective settings.
+func TestShapingShowThroughTheBinary(t *testing.T) {
+	t.Parallel()
+	dns := dnstest.New(t)
+	for _, d := range []string{"big.example", "customer.example"} { // customer.example is hosted by big.example
+		dns.AddMX(d, 10, "mx1.big.example")
+		dns.AddMX(d, 20, "mx2.big.example")
+	}
+	dns.AddMX("gmail.example", 5, "gmail-smtp-in.l.google.com")
+	dns.AddA("plain.example", "192.0.2.1") // no MX: the domain itself is its MX
+	dir := t.TempDir()
+	file := filepath.Join(dir, "shaping.toml")
+	if err := os.WriteFile(file, []byte(shapingShowFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(dir, "data")
+	env := []string{"POSTLINE_DATA_DIR=" + dataDir, "POSTLINE_DNS_SERVER=" + dns.Addr()}
+
+	code, out, errs := runBinary(t, env, "shaping", "show", "Customer.Example", "--shaping-file", file)
+	if code != 0 {
+		t.Fatalf("shaping show: exit %d, %s", code, errs)
+	}
+	want := "# rules: " + file + "\n" +
+		"# mx: mx1.big.example, mx2.big.example\n" +
+		"site = (mx1|mx2).big.example\n" +
+		"provider = big\n" +
+		"mx_rollup = true\n" +
+		"connection_limit = 10\n" +
+		"max_message_rate = 100/s\n" +
+		"max_deliveries_per_connection = 20\n" +
+		"idle_timeout = 30s\n" +
+		"enable_tls = Required\n" +
+		"provider_connection_limit = local:5\n" +
+		"automation = Suspend for 2h when a reply matches /421 4\\.7\\.28/  # \"big.example\", " + file + ":15\n"
+	if out != want {
+		t.Errorf("shaping show customer.example printed\n%s\nwant\n%s", out, want)
+	}
+	if !strings.Contains(errs, "ignoring keys Postline does not implement") || !strings.Contains(errs, "default.data_timeout") {
+		t.Errorf("stderr %q should warn once about data_timeout", errs)
+	}
+	if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("shaping show touched the data directory (%v); it must open no database", err)
+	}
+
+	// The same files from the environment, comma-separated, and a source.
+	empty := filepath.Join(dir, "empty.toml")
+	os.WriteFile(empty, nil, 0o644)
+	code, out, _ = runBinary(t, append(env, "POSTLINE_SHAPING_FILE="+empty+","+file), "shaping", "show", "customer.example", "--source", "ip-2")
+	if code != 0 || !strings.Contains(out, "\nsource = ip-2\n") || !strings.Contains(out, "\nconnection_limit = 2\n") ||
+		!strings.Contains(out, "# rules: "+empty+", "+file+"\n") {
+		t.Errorf("env files and --source ip-2: exit %d\n%s", code, out)
+	}
+
+	// No file: the built-in rules; no MX: the domain is its own site.
+	code, out, _ = runBinary(t, env, "shaping", "show", "gmail.example")
+	if code != 0 || !strings.Contains(out, "# rules: built-in\n") || !strings.Contains(out, "\nprovider = google\n") ||
+		!strings.Contains(out, "\nmax_deliveries_per_connection = 50\n") || !strings.Contains(out, "when a reply matches /\\b4\\.7\\.28\\b/") {
+		t.Errorf("built-in rules for a Google-hosted domain: exit %d\n%s", code, out)
+	}
+	code, out, _ = runBinary(t, env, "shaping", "show", "plain.example")
+	if code != 0 || !strings.Contains(out, "site = plain.example\nprovider = (none)\n") {
+		t.Errorf("a domain without MX: exit %d\n%s", code, out)
+	}
+
+	// A bad file is refused with its line and key; an unknown domain too.
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte("[\"default\"]\nconnection_limit = 10\nmax_message_rate = \"fast\"\n"), 0o644)
+	code, _, errs = runBinary(t, env, "shaping", "show", "customer.example", "--shaping-file", bad)
+	if code != 1 || !strings.Contains(errs, bad+":3: default.max_message_rate: want a rate") {
+		t.Errorf("bad file: exit %d, stderr %q", code, errs)
+	}
+	code, _, errs = runBinary(t, env, "shaping", "show", "nowhere.example")
+	if code != 1 || !strings.Contains(errs, "cannot resolve the MX hosts of nowhere.example") {
+		t.Errorf("unknown domain: exit %d, stderr %q", code, errs)
+	}
+}
