@@ -1,16 +1,13 @@
 package spool
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 )
-
-// firstBuffer is a body's first buffer in memory; it doubles up to
-// BodyMemory+1 as the body grows.
-const firstBuffer = 64 << 10
 
 const prefix = "spool-"
 
@@ -37,15 +34,13 @@ func (s *Spool) Read(r io.Reader) (*Body, error) {
 }
 
 func (b *Body) receive(r io.Reader) error {
-	buf, ok := b.grow(nil)
-	if !ok {
-		return b.spill(r, nil)
-	}
+	buf := make([]byte, 0, SmallBody) // outside the budget
 	for {
 		if len(buf) == cap(buf) {
 			if len(buf) > BodyMemory {
 				return b.spill(r, buf)
 			}
+			var ok bool
 			if buf, ok = b.grow(buf); !ok {
 				return b.spill(r, buf)
 			}
@@ -54,6 +49,9 @@ func (b *Body) receive(r io.Reader) error {
 		buf = buf[:len(buf)+n]
 		b.size = int64(len(buf))
 		if err == io.EOF {
+			if cap(buf) == SmallBody { // held at its size: a request may have many small parts
+				buf = bytes.Clone(buf)
+			}
 			b.mem = buf
 			return nil
 		}
@@ -63,10 +61,11 @@ func (b *Body) receive(r io.Reader) error {
 	}
 }
 
-// grow returns buf with more room, its cost taken from the memory budget;
-// buf and false when the budget has no room left.
+// grow returns buf with twice the room (at most BodyMemory+1), its cost
+// taken from the memory budget; buf and false when the budget has no
+// room left.
 func (b *Body) grow(buf []byte) ([]byte, bool) {
-	c := min(max(2*cap(buf), firstBuffer), BodyMemory+1)
+	c := min(2*cap(buf), BodyMemory+1)
 	more := int64(c - cap(buf))
 	if !b.sp.memory.take(more) {
 		return buf, false
@@ -170,7 +169,8 @@ func (b *Body) removeFile() error {
 	name := b.file.Name()
 	b.file.Close()
 	b.file = nil
-	b.sp.disk.give(b.disk)
+	err := os.Remove(name)
+	b.sp.disk.give(b.disk) // once the file is gone: the directory never holds more than the budget
 	b.disk = 0
-	return os.Remove(name)
+	return err
 }

@@ -6,7 +6,8 @@
 //     (1 MiB) in memory only while the in-memory total of every body is
 //     under this budget; past it the body goes to a temporary file from
 //     its next byte. A client that sends slowly, or never finishes, costs
-//     disk, not heap, however many such clients there are.
+//     disk, not heap, however many such clients there are. Only the first
+//     SmallBody (4 KiB) of each body is outside the budget.
 //   - MaxBytes (--spool-max-bytes): the bytes in spool files at once. A
 //     write past it fails with ErrFull and the body is removed: nothing is
 //     stored and the client may try again, so a flood of unfinished bodies
@@ -37,6 +38,12 @@ import (
 
 // BodyMemory is the most of one body kept in memory while it arrives.
 const BodyMemory = 1 << 20
+
+// SmallBody is what every body keeps in memory outside the budgets: what
+// a connection's own buffers hold anyway, bounded by the listeners'
+// connection bounds. Form fields and short messages never touch the disk,
+// so a flood that holds the budgets does not stop them.
+const SmallBody = 4 << 10
 
 // The budgets' defaults.
 const (

@@ -79,9 +79,21 @@ type iotestErr struct{ err error }
 
 func (e iotestErr) Read([]byte) (int, error) { return 0, e.err }
 
-// Past the memory budget, later bodies go to disk from their first byte,
-// and a body under way goes to disk when it would need more memory; its
-// memory comes back at once, and closing a body makes room again.
+// bufferCost is what a body of n bytes in memory takes of the memory
+// budget: its buffer (doubled from SmallBody) less the SmallBody outside
+// the budget.
+func bufferCost(n int) int64 {
+	c := spool.SmallBody
+	for c < n {
+		c *= 2
+	}
+	return int64(c - spool.SmallBody)
+}
+
+// Past the memory budget, later bodies go to disk from their first byte
+// past SmallBody, and a body under way goes to disk when it would need
+// more memory; its memory comes back at once, and closing a body makes
+// room again.
 func TestMemoryBudgetSpillsLaterBodies(t *testing.T) {
 	t.Parallel()
 	const budget = 3 << 20
@@ -92,7 +104,7 @@ func TestMemoryBudgetSpillsLaterBodies(t *testing.T) {
 			b.Close()
 		}
 	}()
-	// Three bodies of 900 KiB hold a 1 MiB buffer each: the whole budget.
+	// Three bodies of 900 KiB hold a 1 MiB buffer each: nearly the whole budget.
 	for i := range 3 {
 		b, err := sp.Read(bytes.NewReader(content(900 << 10)))
 		if err != nil {
@@ -103,26 +115,28 @@ func TestMemoryBudgetSpillsLaterBodies(t *testing.T) {
 			t.Fatalf("body %d: %d files, want it in memory", i, n)
 		}
 	}
-	if u := sp.Usage(); u.Memory != budget {
-		t.Fatalf("memory in use %d, want the budget %d", u.Memory, budget)
+	full := 3 * bufferCost(900<<10)
+	if u := sp.Usage(); u.Memory != full || budget-full != 3*spool.SmallBody {
+		t.Fatalf("memory in use %d, want %d (the budget less three SmallBody)", u.Memory, full)
 	}
-	// A fourth, even a small one, goes to disk.
-	small := content(10)
-	b, err := sp.Read(bytes.NewReader(small))
+	// A fourth grows its buffer into the 12 KiB left (to 16 KiB), then
+	// goes to disk.
+	fourth := content(100 << 10)
+	b, err := sp.Read(bytes.NewReader(fourth))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, u := files(t, sp.Config().Dir), sp.Usage(); n != 1 || u.Memory != budget || u.Disk != 10 {
-		t.Fatalf("past the budget: %d files, usage %+v, want the small body on disk", n, u)
+	if n, u := files(t, sp.Config().Dir), sp.Usage(); n != 1 || u.Memory != full || u.Disk != int64(len(fourth)) {
+		t.Fatalf("past the budget: %d files, usage %+v, want the fourth body on disk", n, u)
 	}
-	if got, err := b.Bytes(context.Background()); err != nil || !bytes.Equal(got, small) {
-		t.Fatalf("read back %q, %v", got, err)
+	if got, err := b.Bytes(context.Background()); err != nil || !bytes.Equal(got, fourth) {
+		t.Fatalf("read back %d bytes, %v", len(got), err)
 	}
 	b.Close()
 	// Closing one frees its memory for the next.
 	held[0].Close()
 	held = held[1:]
-	b, err = sp.Read(bytes.NewReader(small))
+	b, err = sp.Read(bytes.NewReader(fourth))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +166,8 @@ func TestUnfinishedBodySpillsWhenBudgetRunsOut(t *testing.T) {
 	}()
 	want := content(300 << 10)
 	pw.Write(want[:200<<10]) // returns once read: the body holds a 256 KiB buffer
-	if u := sp.Usage(); u.Memory != 256<<10 {
-		t.Fatalf("memory in use %d after 200 KiB, want 256 KiB", u.Memory)
+	if u := sp.Usage(); u.Memory != bufferCost(200<<10) {
+		t.Fatalf("memory in use %d after 200 KiB, want %d", u.Memory, bufferCost(200<<10))
 	}
 	other, err := sp.Read(bytes.NewReader(content(900 << 10)))
 	if err != nil {
@@ -161,7 +175,7 @@ func TestUnfinishedBodySpillsWhenBudgetRunsOut(t *testing.T) {
 	}
 	defer other.Close()
 	pw.Write(want[200<<10:]) // needs a 512 KiB buffer: no room
-	if n, u := files(t, sp.Config().Dir), sp.Usage(); n != 1 || u.Memory != spool.BodyMemory {
+	if n, u := files(t, sp.Config().Dir), sp.Usage(); n != 1 || u.Memory != bufferCost(900<<10) {
 		t.Fatalf("%d files, usage %+v; want the unfinished body on disk and its memory given back", n, u)
 	}
 	pw.Close()
@@ -198,6 +212,14 @@ func TestDiskBudgetFull(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a body that fits: %v", err)
 	}
+	// Both budgets are used up: a small body (a form field, a short
+	// message) is still taken, in memory.
+	want := content(spool.SmallBody - 1)
+	small, got, err := sp.ReadAll(context.Background(), bytes.NewReader(want))
+	if err != nil || !bytes.Equal(got, want) || files(t, sp.Config().Dir) != 2 {
+		t.Fatalf("a small body with both budgets used up: %v, want it in memory", err)
+	}
+	small.Close()
 	second.Close()
 	first.Close()
 	b, err := sp.Read(bytes.NewReader(content(1 << 20)))
