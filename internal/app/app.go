@@ -34,6 +34,7 @@ import (
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/sending"
+	"github.com/postline/postline/internal/spool"
 	"github.com/postline/postline/internal/store"
 	"github.com/postline/postline/internal/submission"
 	"github.com/postline/postline/internal/suppression"
@@ -88,6 +89,9 @@ type App struct {
 	// Submission is the SMTP submission service, once Serve started it
 	// (nil when no submission listener is configured).
 	Submission *submission.Server
+	// Spool receives the bodies of every door (SMTP submission, inbound,
+	// the HTTP API's multipart parts) within the process's budgets.
+	Spool *spool.Spool
 
 	// SecretKey seals DKIM keys, relay passwords and webhook secrets, and
 	// derives the tracking and VERP keys.
@@ -130,6 +134,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	}
 	a.DB = db
 	a.closers = append(a.closers, db.Close)
+	a.Spool = a.newSpool()
 	for name, pool := range db.Pools() {
 		// go_sql_* series labelled db_name="writer" ...: open, idle, waits,
 		// and connections closed for idleness (a pool too small churns).
@@ -263,7 +268,7 @@ func (a *App) API() *httpapi.Server {
 		DB:       a.DB,
 		Logger:   a.Logger,
 		Registry: a.Registry,
-		SpoolDir: a.Config.SpoolDir(),
+		Spool:    a.Spool,
 	})
 }
 

@@ -56,6 +56,14 @@ func refuseHTTP(c net.Conn, r connlimit.Refusal) {
 	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 }
 
+// newSpool is the one spool every door receives bodies through, so that
+// its budgets bound them all together.
+func (a *App) newSpool() *spool.Spool {
+	c := a.Config
+	return spool.New(spool.Config{Dir: c.SpoolDir(), Memory: c.SpoolMemory, MaxBytes: c.SpoolMaxBytes,
+		ProcessingMemory: c.SpoolProcessingMemory})
+}
+
 // staleSpool is how long a spool file may go unwritten before a starting
 // process removes it: longer than any live session lets a client pause.
 const staleSpool = 2 * time.Hour

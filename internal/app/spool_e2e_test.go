@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/postline/postline/internal/apitest"
 	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/store"
 )
@@ -61,16 +60,7 @@ func TestUnfinishedBodiesWaitOnDisk(t *testing.T) {
 		c.SubmissionMaxBytes, c.SMTPMaxBytes = 16<<20, 16<<20
 	})
 	spoolDir := e.Config.SpoolDir()
-	if r := e.Do(apitest.Request{Method: "PUT", Path: "/api/domains/shop.example.com/auth-domain", Auth: e.user.Auth(),
-		Body: map[string]string{"host": "bounces.shop.example.com"}}); r.StatusCode != 200 {
-		t.Fatalf("set auth domain: %d %s", r.StatusCode, r.Body)
-	}
-	e.send(t, basicParts("ann@rcpt.example.net"), nil)
-	msgs, err := e.sink.WaitForMessages(ctxTimeout(t, 15*time.Second), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bounceAddr := msgs[0].From // the inbound port takes a message for it
+	bounceAddr := bounceAddress(t, e) // the inbound port takes a message for it
 	body := bodyLines(perSession)
 	before := heapInuse()
 

@@ -41,7 +41,7 @@ func (a *App) startSubmission() (stop func(), err error) {
 	a.Submission = submission.New(submission.Config{
 		Hostname: cfg.HeloName, MaxMessageBytes: cfg.SubmissionMaxBytes, AllowInsecureAuth: cfg.SubmissionAllowPlainAuth,
 		TLS: certs.Config(), Logger: a.Logger, Registerer: a.Registry, DomainPerMinute: cfg.RateDomainPerMinute,
-		Conns: a.smtpConns(), SessionsPerAccount: cfg.SubmissionSessionsPerAccount, SpoolDir: cfg.SpoolDir(),
+		Conns: a.smtpConns(), SessionsPerAccount: cfg.SubmissionSessionsPerAccount, Spool: a.Spool,
 	}, submission.Deps{Accounts: a.Accounts, Domains: a.Domains, Intake: a.Sending, Limiter: a.Limiter,
 		Attempts: &ratelimit.Attempts{Limiter: a.Limiter, PerLogin: cfg.AuthAttemptsPerLogin, PerAddress: cfg.AuthAttemptsPerAddress}})
 	for _, l := range []struct {

@@ -114,6 +114,15 @@ type Config struct {
 	// (429 with Retry-After past it).
 	AccountDailyBytes int64
 
+	// The spool's budgets, shared by every door (SMTP submission, inbound,
+	// HTTP multipart bodies; internal/spool): SpoolMemory bounds the
+	// unfinished bodies kept in memory all together (past it they go to
+	// disk), SpoolMaxBytes the bytes in spool files at once (past it a
+	// body is refused: 452 / 507), SpoolProcessingMemory the bodies read
+	// back from disk at once (past it a body waits up to 2 s, then 451 /
+	// 503).
+	SpoolMemory, SpoolMaxBytes, SpoolProcessingMemory int64
+
 	DomainClaimTTL time.Duration // how long an unverified domain claim lasts
 	// ScheduleMaxAhead bounds a send's deliver_at.
 	ScheduleMaxAhead time.Duration
@@ -251,6 +260,9 @@ func Default() Config {
 
 		MaxRenderedBytesPerRequest: 100 << 20,
 		AccountDailyBytes:          10 << 30,
+		SpoolMemory:                64 << 20,
+		SpoolMaxBytes:              4 << 30,
+		SpoolProcessingMemory:      512 << 20,
 
 		TrackingPerAddressPerMinute: 120,
 	}
@@ -434,6 +446,15 @@ func (c Config) Validate() error {
 	}
 	if c.AccountDailyBytes < 64<<10 {
 		bad("account-daily-bytes", "must be at least 64KiB, got %d bytes", c.AccountDailyBytes)
+	}
+	if c.SpoolMemory < 64<<10 {
+		bad("spool-memory", "must be at least 64KiB, got %d bytes", c.SpoolMemory)
+	}
+	if c.SpoolMaxBytes < 1<<20 {
+		bad("spool-max-bytes", "must be at least 1MiB, got %d bytes", c.SpoolMaxBytes)
+	}
+	if c.SpoolProcessingMemory < 1<<20 {
+		bad("spool-processing-memory", "must be at least 1MiB, got %d bytes", c.SpoolProcessingMemory)
 	}
 	if c.ValidationSMTPProbe && strings.TrimSpace(c.ValidationHelo) == "" {
 		bad("validation-helo", "is required with --validation-smtp-probe: the name probes say EHLO with (a name whose A record points at this server)")

@@ -96,8 +96,19 @@ func TestByteSettings(t *testing.T) {
 	if cfg, _ := load(t, nil); cfg.MaxRenderedBytesPerRequest != 100<<20 || cfg.AccountDailyBytes != 10<<30 {
 		t.Errorf("defaults %d and %d, want 100 MiB and 10 GiB", cfg.MaxRenderedBytesPerRequest, cfg.AccountDailyBytes)
 	}
+	cfg, err = load(t, map[string]string{"POSTLINE_SPOOL_MAX_BYTES": "2 GiB"}, "--spool-memory", "8MiB", "--spool-processing-memory", "100MiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SpoolMemory != 8<<20 || cfg.SpoolMaxBytes != 2<<30 || cfg.SpoolProcessingMemory != 100<<20 {
+		t.Errorf("spool budgets %d, %d, %d", cfg.SpoolMemory, cfg.SpoolMaxBytes, cfg.SpoolProcessingMemory)
+	}
+	if cfg, _ := load(t, nil); cfg.SpoolMemory != 64<<20 || cfg.SpoolMaxBytes != 4<<30 || cfg.SpoolProcessingMemory != 512<<20 {
+		t.Errorf("spool defaults %d, %d, %d, want 64 MiB, 4 GiB, 512 MiB", cfg.SpoolMemory, cfg.SpoolMaxBytes, cfg.SpoolProcessingMemory)
+	}
 	for _, args := range [][]string{{"--max-rendered-bytes-per-request", "100MB"}, {"--account-daily-bytes", "-1"},
-		{"--account-daily-bytes", "9999999TiB"}, {"--max-rendered-bytes-per-request", "1000"}} {
+		{"--account-daily-bytes", "9999999TiB"}, {"--max-rendered-bytes-per-request", "1000"},
+		{"--spool-memory", "1KiB"}, {"--spool-max-bytes", "1000"}, {"--spool-processing-memory", "12 apples"}} {
 		if _, err := load(t, nil, args...); err == nil || !strings.Contains(err.Error(), args[0][2:]) {
 			t.Errorf("%v: %v, want an error naming the setting", args, err)
 		}

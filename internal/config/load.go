@@ -126,6 +126,12 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 			}
 			return err
 		})
+	byteFlag(fs, &cfg.SpoolMemory, "spool-memory", "most bytes of unfinished message and upload bodies kept in memory, all together, "+
+		"e.g. 64MiB (default 64MiB); each body keeps at most 1MiB, and past this budget bodies go on to disk (DATA_DIR/spool)")
+	byteFlag(fs, &cfg.SpoolMaxBytes, "spool-max-bytes", "most bytes in spool files (DATA_DIR/spool) at once, e.g. 4GiB (default 4GiB); "+
+		"past it a body is refused (SMTP 452 4.3.1, HTTP 507) and nothing is stored")
+	byteFlag(fs, &cfg.SpoolProcessingMemory, "spool-processing-memory", "most bytes of spooled bodies read back into memory at once to be processed, "+
+		"e.g. 512MiB (default 512MiB); past it a body waits up to 2s, then is refused for now (SMTP 451 4.3.0, HTTP 503 with Retry-After)")
 	fs.Func("domain-claim-ttl", "how long an unverified domain claim lasts before it is deleted, e.g. 72h or 3d (default 72h)", func(s string) error {
 		d, err := parseDays(s)
 		if err == nil {
@@ -285,6 +291,17 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// byteFlag declares a byte-count flag (parseBytes) that sets *v.
+func byteFlag(fs *flag.FlagSet, v *int64, name, usage string) {
+	fs.Func(name, usage, func(s string) error {
+		n, err := parseBytes(s)
+		if err == nil {
+			*v = n
+		}
+		return err
+	})
 }
 
 // parseBytes parses a byte count: a whole number, optionally with a unit

@@ -116,7 +116,9 @@ func (s *Server) handleMailgunSend(w http.ResponseWriter, r *http.Request, p acc
 	if err != nil {
 		return err
 	}
-	form, files, err := readMailgunForm(r, s.Sending.Limits().MaxAttachmentBytes, s.SpoolDir)
+	parts := s.parts(r.Context())
+	defer parts.close()
+	form, files, err := readMailgunForm(r, s.Sending.Limits().MaxAttachmentBytes, parts)
 	if err != nil {
 		return err
 	}
@@ -139,7 +141,7 @@ func (s *Server) handleMailgunSend(w http.ResponseWriter, r *http.Request, p acc
 
 // readMailgunForm reads a multipart or urlencoded body: values by name,
 // and the attachment files.
-func readMailgunForm(r *http.Request, maxFile int64, spoolDir string) (url.Values, []sending.Attachment, error) {
+func readMailgunForm(r *http.Request, maxFile int64, parts *parts) (url.Values, []sending.Attachment, error) {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch mt {
 	case "application/x-www-form-urlencoded":
@@ -174,7 +176,7 @@ func readMailgunForm(r *http.Request, maxFile int64, spoolDir string) (url.Value
 				form.Add(name, part.FileName()) // refused by mailgunRequest, naming it
 				continue
 			}
-			data, err := readLimited(part, fmt.Sprintf("attachments.%d", len(files)), maxFile, spoolDir)
+			data, err := parts.read(part, fmt.Sprintf("attachments.%d", len(files)), maxFile)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -185,7 +187,7 @@ func readMailgunForm(r *http.Request, maxFile int64, spoolDir string) (url.Value
 			files = append(files, f)
 			continue
 		}
-		data, err := readLimited(part, name, fieldLimit(name), spoolDir)
+		data, err := parts.read(part, name, fieldLimit(name))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -401,7 +403,9 @@ func (s *Server) handleMailgunMIME(w http.ResponseWriter, r *http.Request, p acc
 	if err != nil {
 		return err
 	}
-	form, raw, err := readMIMEForm(r, s.SpoolDir)
+	parts := s.parts(r.Context())
+	defer parts.close()
+	form, raw, err := readMIMEForm(r, parts)
 	if err != nil {
 		return err
 	}
@@ -458,7 +462,7 @@ func (s *Server) handleMailgunMIME(w http.ResponseWriter, r *http.Request, p acc
 
 // readMIMEForm reads the multipart body of messages.mime: the message
 // part (a file or a field) and the other values.
-func readMIMEForm(r *http.Request, spoolDir string) (url.Values, []byte, error) {
+func readMIMEForm(r *http.Request, parts *parts) (url.Values, []byte, error) {
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return nil, nil, apperr.Field("body", "The request must be multipart/form-data with a message part.")
@@ -481,7 +485,7 @@ func readMIMEForm(r *http.Request, spoolDir string) (url.Values, []byte, error) 
 		if name == "message" {
 			limit = maxSendBody
 		}
-		data, err := readLimited(part, name, limit, spoolDir)
+		data, err := parts.read(part, name, limit)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/sending"
-	"github.com/postline/postline/internal/spool"
 )
 
 // Size bounds of the send endpoint's parts. Attachments have their own
@@ -59,7 +58,9 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, p account.Pr
 			return err
 		}
 	}
-	req, err := readSendForm(r, s.Sending.Limits().MaxAttachmentBytes, s.SpoolDir)
+	parts := s.parts(r.Context())
+	defer parts.close()
+	req, err := readSendForm(r, s.Sending.Limits().MaxAttachmentBytes, parts)
 	var acc sending.Accepted
 	if err == nil {
 		req.Senders = s.senderDomains(p)
@@ -99,8 +100,8 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, p account.Pr
 
 // readSendForm streams the multipart body part by part, bounding each, so
 // that a large request never sits in memory twice; a part past a mebibyte
-// waits in spoolDir until it has all arrived.
-func readSendForm(r *http.Request, maxFile int64, spoolDir string) (sending.Request, error) {
+// waits in the spool until it has all arrived.
+func readSendForm(r *http.Request, maxFile int64, parts *parts) (sending.Request, error) {
 	var req sending.Request
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "multipart/form-data" {
@@ -118,7 +119,7 @@ func readSendForm(r *http.Request, maxFile int64, spoolDir string) (sending.Requ
 		if err != nil {
 			return req, tooLargeOr(err, apperr.Field("body", "The multipart body is malformed."))
 		}
-		if err := readPart(&req, part, n, maxFile, spoolDir); err != nil {
+		if err := readPart(&req, part, n, maxFile, parts); err != nil {
 			return req, err
 		}
 	}
@@ -143,7 +144,7 @@ func partName(part *multipart.Part, n int) (string, error) {
 	return part.FormName(), nil
 }
 
-func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64, spoolDir string) error {
+func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64, parts *parts) error {
 	formName, err := partName(part, n)
 	if err != nil {
 		return err
@@ -162,7 +163,7 @@ func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64, 
 			return apperr.Field(name, "Files are accepted only in the attachments part.")
 		}
 		i := len(req.Attachments)
-		data, err := readLimited(part, fmt.Sprintf("attachments.%d", i), maxFile, spoolDir)
+		data, err := parts.read(part, fmt.Sprintf("attachments.%d", i), maxFile)
 		if err != nil {
 			return err
 		}
@@ -173,7 +174,7 @@ func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64, 
 		return apperr.Field(name, fmt.Sprintf("Unknown field %q: the fields are from, from_name, to, cc, bcc, subject, text, html, "+
 			"headers, reply_to, tags, attachment_options, template, template_version, variables, recipient_variables, deliver_at and attachments.", name))
 	}
-	data, err := readLimited(part, name, fieldLimit(name), spoolDir)
+	data, err := parts.read(part, name, fieldLimit(name))
 	if err != nil {
 		return err
 	}
@@ -215,23 +216,6 @@ func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64, 
 		req.DeliverAt = v
 	}
 	return nil
-}
-
-// readLimited reads a part of at most limit bytes. Past a mebibyte it
-// waits in spoolDir (internal/spool) until the part has all arrived, so
-// that an upload that never finishes costs disk, not memory.
-func readLimited(r io.Reader, field string, limit int64, spoolDir string) ([]byte, error) {
-	data, err := spool.ReadAll(io.LimitReader(r, limit+1), spoolDir)
-	if errors.Is(err, spool.ErrWrite) {
-		return nil, err
-	}
-	if err != nil {
-		return nil, tooLargeOr(err, apperr.Field("body", "The multipart body is malformed."))
-	}
-	if int64(len(data)) > limit {
-		return nil, apperr.Field(field, fmt.Sprintf("The %s part must not be larger than %d bytes.", field, limit))
-	}
-	return data, nil
 }
 
 func sendAnswer(acc sending.Accepted) map[string]any {

@@ -17,6 +17,7 @@ import (
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/sending"
+	"github.com/postline/postline/internal/spool"
 	"github.com/postline/postline/internal/suppression"
 	"github.com/postline/postline/internal/tracking"
 	"github.com/postline/postline/internal/validation"
@@ -67,9 +68,10 @@ type Deps struct {
 	// Console serves the web console for paths outside /api/ and /t/ (nil:
 	// those are 404 like any unknown path).
 	Console http.Handler
-	// SpoolDir receives multipart parts past a mebibyte while they arrive
-	// (default the system's temporary directory).
-	SpoolDir string
+	// Spool receives multipart parts within the process's budgets, shared
+	// with the other doors; nil: a private one with the default budgets in
+	// the system's temporary directory.
+	Spool *spool.Spool
 }
 
 // Server is the HTTP API.
@@ -100,6 +102,9 @@ func New(d Deps) *Server {
 	}
 	if d.Limits.ProbeBudget == 0 {
 		d.Limits.ProbeBudget = time.Minute
+	}
+	if d.Spool == nil {
+		d.Spool = spool.New(spool.Config{})
 	}
 	s := &Server{Deps: d, metrics: newMetrics(d.Registry), ready: &readiness{probe: d.DB, log: d.Logger}}
 	s.streamsCtx, s.stopStreams = context.WithCancel(context.Background())

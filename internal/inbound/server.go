@@ -16,6 +16,7 @@ import (
 
 	"github.com/postline/postline/internal/connlimit"
 	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/spool"
 	"github.com/postline/postline/internal/tracking"
 )
 
@@ -37,9 +38,10 @@ type Config struct {
 	// accepted recipient, Idle after it). Zero values take connlimit's
 	// SMTP defaults.
 	Conns connlimit.Config
-	// SpoolDir receives messages past a mebibyte while they arrive
-	// (default the system's temporary directory).
-	SpoolDir string
+	// Spool receives messages within the process's budgets, shared with
+	// the other doors; nil: a private one with the default budgets in the
+	// system's temporary directory.
+	Spool *spool.Spool
 }
 
 // Server is a running inbound SMTP listener.
@@ -72,6 +74,9 @@ func New(cfg Config, st tracking.Store, events *event.Service) *Server {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Spool == nil {
+		cfg.Spool = spool.New(spool.Config{})
 	}
 	s := &Server{cfg: cfg, store: st, events: events, done: make(chan struct{}), ready: make(chan struct{}),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "postline_inbound_messages_total",

@@ -41,6 +41,11 @@ var (
 	errTryLater = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0},
 		Message: "Temporary local problem, try again later"}
 	errNeedRcpt = &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "RCPT first"}
+	// The spool's budgets, shared by every door (internal/spool): nothing
+	// was recorded, and the same report may be sent again.
+	errSpoolFull = &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 3, 1}, Message: "Insufficient system storage (spool full: --spool-max-bytes)"}
+	errSpoolBusy = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0},
+		Message: "Too many large messages being processed at once (--spool-processing-memory); try again shortly"}
 	// A bare CR or NUL is how SMTP smuggling hides a second transaction:
 	// such a message is not read at all.
 	errUnsafeBytes = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 6, 0},
@@ -99,8 +104,20 @@ func (ss *session) Data(r io.Reader) error {
 	if len(ss.rcpts) == 0 {
 		return errNeedRcpt
 	}
-	raw, err := spool.ReadAll(r, ss.s.cfg.SpoolDir) // an unfinished message waits on disk, not in memory
-	if errors.Is(err, spool.ErrWrite) {
+	// Within the spool's budgets: unfinished messages cost neither
+	// unbounded memory nor unbounded disk, whoever sends them.
+	body, raw, err := ss.s.cfg.Spool.ReadAll(context.Background(), r)
+	defer body.Close()
+	switch {
+	case errors.Is(err, spool.ErrFull):
+		ss.s.count("spool_full")
+		ss.s.cfg.Logger.Warn("inbound: message refused: the spool is full (--spool-max-bytes)", "remote", ss.remote)
+		return errSpoolFull
+	case errors.Is(err, spool.ErrBusy):
+		ss.s.count("spool_busy")
+		ss.s.cfg.Logger.Warn("inbound: message refused for now: too many spooled messages being processed (--spool-processing-memory)", "remote", ss.remote)
+		return errSpoolBusy
+	case errors.Is(err, spool.ErrWrite):
 		ss.s.cfg.Logger.Error("inbound: spooling a message", "error", err)
 		return errTryLater
 	}

@@ -1,159 +1,170 @@
-// Package spool receives a body of unknown length without holding an
-// unfinished one in memory: the first Memory bytes stay in memory, the
-// rest goes to a temporary file that Close removes. A client that sends a
-// large message slowly, or never finishes it, costs disk, not heap; the
-// body is read back whole only once it has all arrived.
+// Package spool receives bodies of unknown length (SMTP DATA and BDAT,
+// multipart parts) for every door of the process, within three budgets
+// that one Spool shares between all of them:
+//
+//   - Memory (--spool-memory): an unfinished body keeps up to BodyMemory
+//     (1 MiB) in memory only while the in-memory total of every body is
+//     under this budget; past it the body goes to a temporary file from
+//     its next byte. A client that sends slowly, or never finishes, costs
+//     disk, not heap, however many such clients there are. Only the first
+//     SmallBody (4 KiB) of each body is outside the budget.
+//   - MaxBytes (--spool-max-bytes): the bytes in spool files at once. A
+//     write past it fails with ErrFull and the body is removed: nothing is
+//     stored and the client may try again, so a flood of unfinished bodies
+//     cannot fill the disk the database lives on.
+//   - Processing (--spool-processing-memory): a body that waited on disk
+//     is read back whole, once it has all arrived, only after taking its
+//     size from this budget; a reader waits at most Wait for it, then gets
+//     ErrBusy (a temporary refusal). A body larger than the whole budget
+//     takes all of it, alone.
+//
+// A body that stayed in memory keeps its share of Memory until Close; a
+// body read back from disk keeps its share of Processing until Close. Close
+// every Body on every path: it removes the file and gives back all the
+// body holds.
 package spool
 
 import (
+	"cmp"
+	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 )
 
-// Memory is how much of a body is kept in memory before it is spooled.
-const Memory = 1 << 20
+// BodyMemory is the most of one body kept in memory while it arrives.
+const BodyMemory = 1 << 20
 
-// ErrWrite wraps a failure of the temporary file (a full disk, say); any
-// other error Read returns is the reader's own, unwrapped.
-var ErrWrite = errors.New("spool: writing the temporary file")
+// SmallBody is what every body keeps in memory outside the budgets: what
+// a connection's own buffers hold anyway, bounded by the listeners'
+// connection bounds. Form fields and short messages never touch the disk,
+// so a flood that holds the budgets does not stop them.
+const SmallBody = 4 << 10
 
-const prefix = "spool-"
+// The budgets' defaults.
+const (
+	DefaultMemory           = 64 << 20
+	DefaultMaxBytes         = 4 << 30
+	DefaultProcessingMemory = 512 << 20
+	DefaultWait             = 2 * time.Second
+)
 
-// Body is a received body.
-type Body struct {
-	mem  []byte
-	file *os.File
-	size int64
+var (
+	// ErrWrite wraps a failure of the temporary file (a full disk, say).
+	ErrWrite = errors.New("spool: writing the temporary file")
+	// ErrFull is a body refused because the spool files hold MaxBytes:
+	// nothing of it is left; a later attempt may succeed.
+	ErrFull = errors.New("spool: the spool files hold their most (MaxBytes)")
+	// ErrBusy is a body not read back because bodies being processed hold
+	// the Processing budget for longer than Wait; a later attempt may
+	// succeed.
+	ErrBusy = errors.New("spool: too many bodies being processed at once (Processing)")
+)
+
+// Config sets a Spool's directory and budgets; zero values take the
+// defaults.
+type Config struct {
+	Dir              string        // the temporary files' directory; default the system's
+	Memory           int64         // bytes of unfinished bodies in memory, all together
+	MaxBytes         int64         // bytes in spool files at once
+	ProcessingMemory int64         // bytes of bodies read back from disk at once
+	Wait             time.Duration // how long a body waits for Processing
 }
 
-// Read reads r to its end. Past Memory bytes the body goes to a file in
-// dir (the system's temporary directory when empty). Close the Body on
-// every path; when Read fails, nothing is left behind.
-func Read(r io.Reader, dir string) (*Body, error) {
-	buf := make([]byte, 0, 64<<10)
-	for {
-		if len(buf) == cap(buf) {
-			if len(buf) > Memory {
-				return spill(r, dir, buf)
-			}
-			grown := make([]byte, len(buf), min(2*cap(buf), Memory+1))
-			copy(grown, buf)
-			buf = grown
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return &Body{mem: buf, size: int64(len(buf))}, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
+// Spool is the process's receiver of bodies; safe for concurrent use.
+type Spool struct {
+	cfg        Config
+	memory     gauge
+	disk       gauge
+	processing *semaphore.Weighted
+	processed  atomic.Int64 // what processing holds, for Usage
 }
 
-// ReadAll is Read, then Bytes and Close: the whole body in memory once it
-// has arrived, and no file left.
-func ReadAll(r io.Reader, dir string) ([]byte, error) {
-	b, err := Read(r, dir)
+// New returns a Spool with cfg's budgets.
+func New(cfg Config) *Spool {
+	cfg.Dir = cmp.Or(cfg.Dir, os.TempDir())
+	cfg.Memory = cmp.Or(cfg.Memory, DefaultMemory)
+	cfg.MaxBytes = cmp.Or(cfg.MaxBytes, DefaultMaxBytes)
+	cfg.ProcessingMemory = cmp.Or(cfg.ProcessingMemory, DefaultProcessingMemory)
+	cfg.Wait = cmp.Or(cfg.Wait, DefaultWait)
+	s := &Spool{cfg: cfg, processing: semaphore.NewWeighted(cfg.ProcessingMemory)}
+	s.memory.max, s.disk.max = cfg.Memory, cfg.MaxBytes
+	return s
+}
+
+// Config is the spool's configuration, defaults filled in.
+func (s *Spool) Config() Config { return s.cfg }
+
+// Usage is what the budgets hold at one moment, in bytes.
+type Usage struct {
+	Memory     int64 // unfinished (and unclosed) bodies in memory
+	Disk       int64 // spool files
+	Processing int64 // bodies read back from disk, until closed
+}
+
+// Usage is what the budgets hold now.
+func (s *Spool) Usage() Usage {
+	return Usage{Memory: s.memory.used.Load(), Disk: s.disk.used.Load(), Processing: s.processed.Load()}
+}
+
+// ReadAll is Read, then Bytes: the whole body in memory once it has all
+// arrived. The Body holds the budgets the bytes take: Close it once they
+// are no longer used. On an error nothing is held (and the Body is nil).
+func (s *Spool) ReadAll(ctx context.Context, r io.Reader) (*Body, []byte, error) {
+	b, err := s.Read(r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer b.Close()
-	return b.Bytes()
-}
-
-func spill(r io.Reader, dir string, head []byte) (*Body, error) {
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	f, err := os.CreateTemp(dir, prefix+"*")
-	if errors.Is(err, os.ErrNotExist) { // the first spooled body, or a data directory tidied meanwhile
-		if err = os.MkdirAll(dir, 0o700); err == nil {
-			f, err = os.CreateTemp(dir, prefix+"*")
-		}
-	}
+	data, err := b.Bytes(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrWrite, err)
-	}
-	b := &Body{file: f}
-	fail := func(err error) (*Body, error) {
 		b.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	if _, err := f.Write(head); err != nil {
-		return fail(fmt.Errorf("%w: %w", ErrWrite, err))
+	return b, data, nil
+}
+
+// acquire takes n bytes of the processing budget (all of it when n is
+// more), waiting at most the configured Wait or until ctx ends.
+func (s *Spool) acquire(ctx context.Context, n int64) (int64, error) {
+	n = min(n, s.cfg.ProcessingMemory)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Wait)
+	defer cancel()
+	if err := s.processing.Acquire(ctx, n); err != nil {
+		return 0, ErrBusy
 	}
-	b.size = int64(len(head))
-	chunk := make([]byte, 32<<10) // the head is on disk and may be collected
+	s.processed.Add(n)
+	return n, nil
+}
+
+func (s *Spool) release(n int64) {
+	if n > 0 {
+		s.processed.Add(-n)
+		s.processing.Release(n)
+	}
+}
+
+// gauge is a count of bytes bounded by max, taken without waiting.
+type gauge struct {
+	max  int64
+	used atomic.Int64
+}
+
+// take counts n more bytes; false, counting nothing, when that would pass
+// max.
+func (g *gauge) take(n int64) bool {
 	for {
-		n, rerr := r.Read(chunk)
-		if n > 0 {
-			if _, err := f.Write(chunk[:n]); err != nil {
-				return fail(fmt.Errorf("%w: %w", ErrWrite, err))
-			}
-			b.size += int64(n)
+		u := g.used.Load()
+		if u+n > g.max {
+			return false
 		}
-		if rerr == io.EOF {
-			return b, nil
-		}
-		if rerr != nil {
-			return fail(rerr)
+		if g.used.CompareAndSwap(u, u+n) {
+			return true
 		}
 	}
 }
 
-// Len is the body's size in bytes.
-func (b *Body) Len() int64 { return b.size }
-
-// Bytes is the whole body in memory.
-func (b *Body) Bytes() ([]byte, error) {
-	if b.file == nil {
-		return b.mem, nil
-	}
-	out := make([]byte, b.size)
-	if _, err := b.file.ReadAt(out, 0); err != nil {
-		return nil, fmt.Errorf("spool: reading the temporary file back: %w", err)
-	}
-	return out, nil
-}
-
-// Close removes the temporary file, if any.
-func (b *Body) Close() error {
-	if b.file == nil {
-		return nil
-	}
-	name := b.file.Name()
-	b.file.Close()
-	b.file = nil
-	return os.Remove(name)
-}
-
-// Sweep removes the spool files in dir not written for olderThan: those of
-// a process that was killed while receiving.
-func Sweep(dir string, olderThan time.Duration) (removed int, err error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return 0, nil
-		}
-		return 0, err
-	}
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), prefix) || e.IsDir() {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil || time.Since(info.ModTime()) < olderThan {
-			continue
-		}
-		if os.Remove(filepath.Join(dir, e.Name())) == nil {
-			removed++
-		}
-	}
-	return removed, nil
-}
+func (g *gauge) give(n int64) { g.used.Add(-n) }

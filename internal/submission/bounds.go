@@ -1,6 +1,7 @@
 package submission
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -48,14 +49,25 @@ func (s *Server) release(accountID int64) {
 	}
 }
 
-// receive reads a message to its final dot; past a mebibyte it waits in a
-// file of the spool directory, removed once read back or on any failure,
-// so that clients who never finish cost no memory.
-func (s *Server) receive(r io.Reader) ([]byte, error) {
-	raw, err := spool.ReadAll(r, s.cfg.SpoolDir)
-	if errors.Is(err, spool.ErrWrite) {
+// receive reads a message to its final dot within the spool's budgets
+// (internal/spool), shared with every other door: clients who never finish
+// cost neither unbounded memory nor unbounded disk. The Body holds what
+// raw takes of the budgets: close it once raw is no longer used.
+func (s *Server) receive(r io.Reader) (*spool.Body, []byte, error) {
+	body, raw, err := s.cfg.Spool.ReadAll(context.Background(), r)
+	switch {
+	case errors.Is(err, spool.ErrFull):
+		s.messages.WithLabelValues("spool_full").Inc()
+		s.cfg.Logger.Warn("submission: message refused: the spool is full (--spool-max-bytes)")
+		return nil, nil, errSpoolFull
+	case errors.Is(err, spool.ErrBusy):
+		s.messages.WithLabelValues("spool_busy").Inc()
+		s.cfg.Logger.Warn("submission: message refused for now: too many spooled messages being processed (--spool-processing-memory)")
+		return nil, nil, errSpoolBusy
+	case errors.Is(err, spool.ErrWrite):
+		s.messages.WithLabelValues("temporary_failure").Inc()
 		s.cfg.Logger.Error("submission: spooling a message", "error", err)
-		return nil, errTempFailure
+		return nil, nil, errTempFailure
 	}
-	return raw, err // go-smtp answers 552 for a message over SIZE
+	return body, raw, err // go-smtp answers 552 for a message over SIZE
 }

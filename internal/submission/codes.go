@@ -12,6 +12,11 @@ var (
 	errAuthzID        = &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "The authorization identity must be empty or the login: one account cannot act as another"}
 	errNoSendScope    = &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "This API key lacks the \"send\" scope"}
 	errShuttingDown   = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "Service shutting down; try again"}
+	// The spool's budgets, shared by every door (internal/spool): nothing
+	// was stored, and the same message may be sent again.
+	errSpoolFull = &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 3, 1}, Message: "Insufficient system storage (spool full: --spool-max-bytes)"}
+	errSpoolBusy = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0},
+		Message: "Too many large messages being processed at once (--spool-processing-memory); nothing was accepted, try again shortly"}
 )
 
 func notYours(what, domain string) *smtp.SMTPError {

@@ -32,6 +32,7 @@ import (
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/sending"
+	"github.com/postline/postline/internal/spool"
 )
 
 // Config configures the Server. Zero values take the defaults.
@@ -58,9 +59,10 @@ type Config struct {
 	// SessionsPerAccount bounds the authenticated sessions one account
 	// holds at once; default 20.
 	SessionsPerAccount int
-	// SpoolDir receives messages past a mebibyte while they arrive
-	// (default the system's temporary directory).
-	SpoolDir string
+	// Spool receives messages within the process's budgets, shared with
+	// the other doors; nil: a private one with the default budgets in the
+	// system's temporary directory.
+	Spool *spool.Spool
 }
 
 // Authenticator checks a login and API key (account.Service).
@@ -123,16 +125,19 @@ func New(cfg Config, deps Deps) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Spool == nil {
+		cfg.Spool = spool.New(spool.Config{})
+	}
 	s := &Server{cfg: cfg, deps: deps, addrs: map[bool]string{}, held: map[int64]int{},
 		sessions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "postline_submission_sessions_total",
 			Help: "SMTP submission sessions by outcome: authenticated, auth_failed, auth_blocked, session_limit, unauthenticated."}, []string{"outcome"}),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "postline_submission_messages_total",
-			Help: "Messages submitted over SMTP by outcome: accepted, refused (sender or content), rate_limited, temporary_failure."}, []string{"outcome"}),
+			Help: "Messages submitted over SMTP by outcome: accepted, refused (sender or content), rate_limited, temporary_failure, spool_full, spool_busy."}, []string{"outcome"}),
 	}
 	for _, o := range []string{"authenticated", "auth_failed", "auth_blocked", "session_limit", "unauthenticated"} {
 		s.sessions.WithLabelValues(o)
 	}
-	for _, o := range []string{"accepted", "refused", "rate_limited", "temporary_failure"} {
+	for _, o := range []string{"accepted", "refused", "rate_limited", "temporary_failure", "spool_full", "spool_busy"} {
 		s.messages.WithLabelValues(o)
 	}
 	if cfg.Registerer != nil {

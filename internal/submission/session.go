@@ -174,10 +174,11 @@ func (ss *session) Data(r io.Reader) error {
 	if ss.principal == nil {
 		return errAuthRequired
 	}
-	raw, err := ss.s.receive(r)
+	body, raw, err := ss.s.receive(r)
 	if err != nil {
 		return err
 	}
+	defer body.Close()
 	ctx, cancel := ss.ctx()
 	defer cancel()
 	p, err := ss.s.deps.Intake.PrepareRaw(ctx, sending.RawInput{Data: raw, Senders: ss.senders})
