@@ -33,10 +33,15 @@ func (a *App) openTracking(secretKey []byte) error {
 	if a.Config.SMTPListen != "" {
 		a.Inbound = inbound.New(inbound.Config{Domain: a.Config.HeloName, VERPKey: verpKey(secretKey),
 			MaxMessageBytes: a.Config.SMTPMaxBytes, Registerer: a.Registry,
-			Signer: a.TrackingSigner, Logger: a.Logger, Conns: a.smtpConns(), Spool: a.Spool}, st, a.Events)
+			Signer: a.TrackingSigner, Logger: a.Logger, Conns: a.smtpConns(), Spool: a.Spool.Share(inboundSpoolShare)}, st, a.Events)
 	}
 	return nil
 }
+
+// inboundSpoolShare is the part of the spool's memory and disk budgets the
+// inbound listener may hold: anyone may connect to it without a login, and
+// a flood of unfinished bounces must leave tenants' sends room.
+const inboundSpoolShare = 0.5
 
 // addressKey is the unit a client address is limited by: the address
 // for IPv4, its /64 for IPv6 (one subscriber's allocation).

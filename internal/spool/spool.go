@@ -82,6 +82,7 @@ type Spool struct {
 	disk       gauge
 	processing *semaphore.Weighted
 	processed  atomic.Int64 // what processing holds, for Usage
+	parent     *Spool       // a Share's whole spool
 }
 
 // New returns a Spool with cfg's budgets.
@@ -130,6 +131,9 @@ func (s *Spool) ReadAll(ctx context.Context, r io.Reader) (*Body, []byte, error)
 // acquire takes n bytes of the processing budget (all of it when n is
 // more), waiting at most the configured Wait or until ctx ends.
 func (s *Spool) acquire(ctx context.Context, n int64) (int64, error) {
+	if s.parent != nil {
+		return s.parent.acquire(ctx, n)
+	}
 	n = min(n, s.cfg.ProcessingMemory)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Wait)
 	defer cancel()
@@ -141,20 +145,39 @@ func (s *Spool) acquire(ctx context.Context, n int64) (int64, error) {
 }
 
 func (s *Spool) release(n int64) {
+	if s.parent != nil {
+		s.parent.release(n)
+		return
+	}
 	if n > 0 {
 		s.processed.Add(-n)
 		s.processing.Release(n)
 	}
 }
 
-// gauge is a count of bytes bounded by max, taken without waiting.
+// Share is a view of s for one door whose bodies may take at most
+// fraction of s's memory and disk budgets, counted in s's too: a door
+// anyone may use without a login (inbound SMTP) then cannot fill the
+// budgets that tenants' sends need. The processing budget is s's.
+func (s *Spool) Share(fraction float64) *Spool {
+	sh := &Spool{cfg: s.cfg, processing: s.processing, parent: s}
+	sh.cfg.Memory = int64(float64(s.cfg.Memory) * fraction)
+	sh.cfg.MaxBytes = int64(float64(s.cfg.MaxBytes) * fraction)
+	sh.memory = gauge{max: sh.cfg.Memory, parent: &s.memory}
+	sh.disk = gauge{max: sh.cfg.MaxBytes, parent: &s.disk}
+	return sh
+}
+
+// gauge is a count of bytes bounded by max (and by its parent's, for a
+// Share), taken without waiting.
 type gauge struct {
-	max  int64
-	used atomic.Int64
+	max    int64
+	used   atomic.Int64
+	parent *gauge
 }
 
 // take counts n more bytes; false, counting nothing, when that would pass
-// max.
+// max here or in the parent.
 func (g *gauge) take(n int64) bool {
 	for {
 		u := g.used.Load()
@@ -162,9 +185,19 @@ func (g *gauge) take(n int64) bool {
 			return false
 		}
 		if g.used.CompareAndSwap(u, u+n) {
-			return true
+			break
 		}
 	}
+	if g.parent != nil && !g.parent.take(n) {
+		g.used.Add(-n)
+		return false
+	}
+	return true
 }
 
-func (g *gauge) give(n int64) { g.used.Add(-n) }
+func (g *gauge) give(n int64) {
+	g.used.Add(-n)
+	if g.parent != nil {
+		g.parent.give(n)
+	}
+}

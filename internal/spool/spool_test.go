@@ -370,3 +370,35 @@ func TestSweepRemovesOnlyStaleSpoolFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestShareKeepsTheRestForOthers: a door's Share of half the budgets
+// (inbound SMTP, which needs no login) is refused past its half while the
+// spool as a whole still takes bodies from the other doors, and what the
+// share holds counts in the whole.
+func TestShareKeepsTheRestForOthers(t *testing.T) {
+	t.Parallel()
+	sp := spool.New(spool.Config{Dir: t.TempDir(), Memory: 1, MaxBytes: 4 << 20})
+	inbound := sp.Share(0.5)
+	held, err := inbound.Read(bytes.NewReader(content(2 << 20)))
+	if err != nil {
+		t.Fatalf("a body within the share: %v", err)
+	}
+	if _, err := inbound.Read(bytes.NewReader(content(256 << 10))); !errors.Is(err, spool.ErrFull) {
+		t.Fatalf("a body past the share's half: %v, want ErrFull", err)
+	}
+	if u := sp.Usage(); u.Disk != 2<<20 {
+		t.Fatalf("the whole spool counts %d bytes on disk, want the share's 2 MiB", u.Disk)
+	}
+	other, err := sp.Read(bytes.NewReader(content(2 << 20)))
+	if err != nil {
+		t.Fatalf("another door's body with the share full: %v, want taken", err)
+	}
+	if _, err := sp.Read(bytes.NewReader(content(256 << 10))); !errors.Is(err, spool.ErrFull) {
+		t.Fatalf("past the whole budget: %v, want ErrFull", err)
+	}
+	held.Close()
+	other.Close()
+	if u := sp.Usage(); u.Disk != 0 {
+		t.Fatalf("after closing: %d bytes still counted", u.Disk)
+	}
+}
