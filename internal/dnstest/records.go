@@ -1,6 +1,7 @@
 package dnstest
 
 import (
+	"encoding/hex"
 	"fmt"
 	"net/netip"
 
@@ -48,6 +49,14 @@ func (s *Server) AddTXT(name string, txt ...string) {
 		parts = append(parts, t)
 	}
 	s.AddRR(&dns.TXT{Hdr: s.header(name, dns.TypeTXT), Txt: parts})
+}
+
+// AddTLSA adds a TLSA record (RFC 6698) with the given usage, selector,
+// matching type and certificate association data. Pair it with
+// SetAuthenticated to serve it as DNSSEC-validated, as DANE requires.
+func (s *Server) AddTLSA(name string, usage, selector, matchingType uint8, data []byte) {
+	s.AddRR(&dns.TLSA{Hdr: s.header(name, dns.TypeTLSA), Usage: usage, Selector: selector,
+		MatchingType: matchingType, Certificate: hex.EncodeToString(data)})
 }
 
 // AddCNAME makes name an alias of target.
