@@ -219,3 +219,7 @@ func TestLookupTLSA(t *testing.T) {
 		t.Errorf("cached LookupTLSA: authenticated %v, %d new queries; want true, 0", authed, f.srv.Queries()-before)
 	}
 }
+
+func rec(usage, selector, matching uint8, data []byte) dnsclient.TLSA {
+	return dnsclient.TLSA{Usage: usage, Selector: selector, MatchingType: matching, Data: data}
+}
