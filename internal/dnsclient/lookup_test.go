@@ -193,7 +193,7 @@ func TestLookupTLSA(t *testing.T) {
 	ctx := context.Background()
 
 	recs, authed, err := f.r.LookupTLSA(ctx, "_25._tcp.signed.example")
-	want := []dnsclient.TLSA{{3, 1, 1, []byte{0xab, 0xcd}}, {2, 0, 2, []byte{0x01}}}
+	want := []dnsclient.TLSA{rec(3, 1, 1, []byte{0xab, 0xcd}), rec(2, 0, 2, []byte{0x01})}
 	if err != nil || !authed || len(recs) != 2 {
 		t.Fatalf("LookupTLSA(signed) = %v, %v, %v; want 2 authenticated records", recs, authed, err)
 	}
