@@ -79,6 +79,25 @@ func (s *Server) AddRR(rr dns.RR) {
 	s.records[h.Name] = append(s.records[h.Name], rr)
 }
 
+// Remove deletes name's records of type rrtype (dns.TypeTXT, ...), so a
+// test can change an answer: Remove, then Add the new records.
+func (s *Server) Remove(name string, rrtype uint16) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := canonical(name)
+	kept := s.records[key][:0]
+	for _, rr := range s.records[key] {
+		if rr.Header().Rrtype != rrtype {
+			kept = append(kept, rr)
+		}
+	}
+	if len(kept) == 0 {
+		delete(s.records, key)
+		return
+	}
+	s.records[key] = kept
+}
+
 // header returns a header for a record at name with the current TTL.
 func (s *Server) header(name string, rrtype uint16) dns.RR_Header {
 	s.mu.RLock()

@@ -148,3 +148,21 @@ func TestTLSAAuthenticated(t *testing.T) {
 		t.Error("AD still set after SetAuthenticated(false)")
 	}
 }
+
+func TestRemove(t *testing.T) {
+	t.Parallel()
+	s := dnstest.New(t)
+	s.AddTXT("example.com", "old")
+	s.AddA("example.com", "192.0.2.1")
+	s.Remove("example.com", dns.TypeTXT)
+	if resp := exchange(t, s.Addr(), "udp", "example.com", dns.TypeTXT); resp.Rcode != dns.RcodeSuccess || len(resp.Answer) != 0 {
+		t.Errorf("TXT after Remove: %s %v, want no data", dns.RcodeToString[resp.Rcode], resp.Answer)
+	}
+	if resp := exchange(t, s.Addr(), "udp", "example.com", dns.TypeA); len(resp.Answer) != 1 {
+		t.Errorf("A after removing TXT: %v, want the A record kept", resp.Answer)
+	}
+	s.Remove("example.com", dns.TypeA)
+	if resp := exchange(t, s.Addr(), "udp", "example.com", dns.TypeA); resp.Rcode != dns.RcodeNameError {
+		t.Errorf("A after removing every record: %s, want NXDOMAIN", dns.RcodeToString[resp.Rcode])
+	}
+}
