@@ -3,7 +3,6 @@ package mtasts_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,30 +17,10 @@ import (
 
 const enforce = "version: STSv1\r\nmode: enforce\r\nmx: mx.example.test\r\nmax_age: 86400\r\n"
 
-// memStore is a Store in memory.
-type memStore struct {
-	mu sync.Mutex
-	m  map[string]mtasts.Cached
-}
-
-func (s *memStore) LoadPolicy(_ context.Context, d string) (mtasts.Cached, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.m[d]
-	return c, ok, nil
-}
-
-func (s *memStore) SavePolicy(_ context.Context, c mtasts.Cached) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.m[c.Domain] = c
-	return nil
-}
-
 type fixture struct {
 	dns   *dnstest.Server
 	web   *mtaststest.Server
-	store *memStore
+	store *mtaststest.MemStore
 	clock *clock.Fake
 	svc   *mtasts.Service
 }
@@ -51,7 +30,7 @@ type fixture struct {
 func setup(t *testing.T, mod ...func(*mtasts.Config)) *fixture {
 	t.Helper()
 	ca := smtptest.NewCA(t)
-	f := &fixture{dns: dnstest.New(t), web: mtaststest.New(t, ca), store: &memStore{m: map[string]mtasts.Cached{}},
+	f := &fixture{dns: dnstest.New(t), web: mtaststest.New(t, ca), store: &mtaststest.MemStore{},
 		clock: clock.New(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))}
 	f.dns.AddTXT("_mta-sts.example.test", "v=STSv1; id=one;")
 	f.dns.AddA("mta-sts.example.test", "127.0.0.1")
@@ -85,7 +64,7 @@ func TestPolicyFetchedAndCached(t *testing.T) {
 	if !ok || p.Mode != mtasts.ModeEnforce || p.ID != "one" || !p.Matches("mx.example.test") {
 		t.Fatalf("Policy = %+v, %v; want enforce, id one, mx.example.test", p, ok)
 	}
-	c := f.store.m["example.test"]
+	c := f.stored()
 	if c.ID != "one" || c.Body != enforce || !c.ExpiresAt.Equal(f.clock.Now().Add(24*time.Hour)) ||
 		!c.RefreshAt.Equal(f.clock.Now().Add(12*time.Hour)) {
 		t.Errorf("stored %+v; want id one, the body, expiry in max_age (24h), refresh at half (12h)", c)
@@ -128,7 +107,7 @@ func TestPolicyRefreshBeforeExpiry(t *testing.T) {
 	if _, ok := f.policy(t); !ok || f.web.Fetches() != 2 {
 		t.Fatalf("Policy at refresh time: ok %v, %d fetches; want the policy fetched again", ok, f.web.Fetches())
 	}
-	if c := f.store.m["example.test"]; !c.ExpiresAt.Equal(f.clock.Now().Add(24 * time.Hour)) {
+	if c := f.stored(); !c.ExpiresAt.Equal(f.clock.Now().Add(24 * time.Hour)) {
 		t.Errorf("expiry after the refresh = %v, want %v", c.ExpiresAt, f.clock.Now().Add(24*time.Hour))
 	}
 }
@@ -216,7 +195,7 @@ func TestNoPolicy(t *testing.T) {
 			if p, ok := f.svc.Policy(context.Background(), "example.test"); ok {
 				t.Errorf("Policy = %+v, want none", p)
 			}
-			if _, ok := f.store.m["example.test"]; ok {
+			if _, ok, _ := f.store.LoadPolicy(context.Background(), "example.test"); ok {
 				t.Error("a policy was cached")
 			}
 			if got := f.web.Fetches(); got != tt.wantFetches {
@@ -224,4 +203,10 @@ func TestNoPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stored is what the store holds for example.test.
+func (f *fixture) stored() mtasts.Cached {
+	c, _, _ := f.store.LoadPolicy(context.Background(), "example.test")
+	return c
 }
