@@ -57,6 +57,7 @@ func TestOutboundTLSPolicy(t *testing.T) {
 		tlsa := "_" + strconv.Itoa(e.sink.Port()) + "._tcp.mx.dane.example.net"
 		e.DNS.AddTLSA(tlsa, 3, 1, 1, spki[:])
 		e.DNS.SetAuthenticated(tlsa, true)
+		e.DNS.SetAuthenticated("dane.example.net", true) // the MX answer too (RFC 7672 §2.2.1)
 
 		hooks := &rawHooks{}
 		srv := httptest.NewServer(hooks)

@@ -51,10 +51,13 @@
 //
 //  1. DANE (RFC 7672), unless Route.DirectTLS.DisableDANE: when the
 //     resolver returns TLSA records for _PORT._tcp.MXHOST (PORT is
-//     Config.MXPort) with the AD bit (it validated them with DNSSEC), the
-//     host must offer STARTTLS and its certificate match one of the usable
-//     records (DANE-EE or DANE-TA, package dane); records present but none
-//     usable still require STARTTLS, without authentication. MTA-STS is
+//     Config.MXPort) with the AD bit (it validated them with DNSSEC), and
+//     the domain's MX answer had it too (RFC 7672 §2.2.1: else whoever
+//     forged the MX records could name a host with TLSA records of their
+//     own, and so get past MTA-STS), the host must offer STARTTLS and its
+//     certificate match one of the usable records (DANE-EE or DANE-TA,
+//     package dane); records present but none usable still require
+//     STARTTLS, without authentication. MTA-STS is
 //     then not consulted (RFC 8461 §2). Unauthenticated records are
 //     ignored. A failed TLSA lookup defers the host (4.4.3) when its
 //     address records are authenticated (an attacker may be hiding the

@@ -103,6 +103,7 @@ type MTASTSPolicies interface {
 type TLSAResolver interface {
 	LookupTLSA(ctx context.Context, name string) ([]dnsclient.TLSA, bool, error)
 	AddrsAuthenticated(ctx context.Context, host string) bool
+	MXAuthenticated(ctx context.Context, domain string) bool
 }
 
 var _ TLSAResolver = (*dnsclient.Resolver)(nil)
@@ -161,14 +162,14 @@ func (p tlsPlan) refuse(host, enhanced, what string, err error) *Error {
 }
 
 // planTLS decides how the session to MX host h of domain uses TLS: DANE
-// when h has authenticated TLSA records (MTA-STS is then not consulted,
-// RFC 8461 §2), else the domain's MTA-STS policy (from policy) if any,
+// when the domain's MX answer and h's TLSA records are authenticated
+// (MTA-STS is then not consulted, RFC 8461 §2), else the domain's MTA-STS policy (from policy) if any,
 // else dt.Mode.
 // A host the policy excludes, or whose TLSA lookup failed at a signed
 // name, gives an error for that host (the next one is tried).
 func (t *Transport) planTLS(ctx context.Context, domain, h string, dt DirectTLS, policy func() *mtasts.Policy) (tlsPlan, *Error) {
 	p := tlsPlan{mode: cmp.Or(dt.Mode, TLSOpportunisticInsecure), policy: PolicyNone, domain: domain}
-	if !dt.DisableDANE && t.tlsa != nil && !isIP(h) {
+	if !dt.DisableDANE && t.tlsa != nil && !isIP(h) && t.tlsa.MXAuthenticated(ctx, domain) {
 		name := "_" + strconv.Itoa(t.cfg.MXPort) + "._tcp." + h
 		recs, authed, err := t.tlsa.LookupTLSA(ctx, name)
 		switch {

@@ -94,11 +94,13 @@ func (f *tlsFixture) policy(mode string, mx ...string) {
 	f.dns.AddTXT("_mta-sts.example.test", "v=STSv1; id=1;")
 }
 
-// tlsa publishes a TLSA record for host (authenticated or not).
+// tlsa publishes a TLSA record for host (authenticated or not), in a
+// signed zone: example.test's MX answer is authenticated.
 func (f *tlsFixture) tlsa(host string, authed bool, usage, selector, matching uint8, data []byte) {
 	name := "_" + strconv.Itoa(f.sink.Port()) + "._tcp." + host
 	f.dns.AddTLSA(name, usage, selector, matching, data)
 	f.dns.SetAuthenticated(name, authed)
+	f.dns.SetAuthenticated("example.test", true)
 }
 
 // leaf is the certificate the sink presents.
@@ -291,6 +293,13 @@ func TestDANE(t *testing.T) {
 		f.tlsa("mx.example.test", false, 3, 1, 1, []byte("not the key"))
 		wantDelivered(t, f, direct, delivery.TLSOutcome{Version: tls13, Policy: delivery.PolicyNone})
 	})
+	t.Run("records of a host named by an unauthenticated MX answer are ignored", func(t *testing.T) {
+		t.Parallel()
+		f := tlsSetup(t, certValid)
+		f.tlsa("mx.example.test", true, 3, 1, 1, []byte("not the key"))
+		f.dns.SetAuthenticated("example.test", false) // whoever forged the MX could publish such records
+		wantDelivered(t, f, direct, delivery.TLSOutcome{Version: tls13, Policy: delivery.PolicyNone})
+	})
 	t.Run("only unusable records: encrypted, not verified", func(t *testing.T) {
 		t.Parallel()
 		f := tlsSetup(t, certUntrusted)
@@ -309,12 +318,14 @@ func TestDANE(t *testing.T) {
 		t.Parallel()
 		f := tlsSetup(t, certValid)
 		f.dns.SetRcode("_"+strconv.Itoa(f.sink.Port())+"._tcp.mx.example.test", dns.RcodeServerFailure)
+		f.dns.SetAuthenticated("example.test", true)
 		f.dns.SetAuthenticated("mx.example.test", true)
 		wantDeferred(t, f, direct, "4.4.3", delivery.PolicyDANE, "DANE", "TLSA lookup")
 	})
 	t.Run("failed lookup at an unsigned host is no policy", func(t *testing.T) {
 		t.Parallel()
 		f := tlsSetup(t, certValid)
+		f.dns.SetAuthenticated("example.test", true) // the MX answer is, the host's addresses are not
 		f.dns.SetRcode("_"+strconv.Itoa(f.sink.Port())+"._tcp.mx.example.test", dns.RcodeServerFailure)
 		wantDelivered(t, f, direct, delivery.TLSOutcome{Version: tls13, Policy: delivery.PolicyNone})
 	})

@@ -213,6 +213,12 @@ func TestLookupTLSA(t *testing.T) {
 		t.Errorf("AddrsAuthenticated: signed %v, unsigned %v; want true, false",
 			f.r.AddrsAuthenticated(ctx, "signed.example"), f.r.AddrsAuthenticated(ctx, "unsigned.example"))
 	}
+	f.srv.AddMX("signed.example", 10, "mx.signed.example")
+	f.srv.AddMX("unsigned.example", 10, "mx.unsigned.example")
+	if !f.r.MXAuthenticated(ctx, "signed.example") || f.r.MXAuthenticated(ctx, "unsigned.example") {
+		t.Errorf("MXAuthenticated: signed %v, unsigned %v; want true, false",
+			f.r.MXAuthenticated(ctx, "signed.example"), f.r.MXAuthenticated(ctx, "unsigned.example"))
+	}
 	// The AD bit is cached with the answer.
 	before := f.srv.Queries()
 	if _, authed, _ := f.r.LookupTLSA(ctx, "_25._tcp.signed.example"); !authed || f.srv.Queries() != before {

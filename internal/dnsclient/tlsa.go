@@ -54,3 +54,13 @@ func (r *Resolver) AddrsAuthenticated(ctx context.Context, host string) bool {
 	}
 	return false
 }
+
+// MXAuthenticated reports whether domain's MX answer (records, or their
+// absence) came authenticated from the resolver. DANE applies only to MX
+// hosts named by an authenticated answer (RFC 7672 §2.2.1): otherwise
+// whoever forged the MX records could name a host of theirs with TLSA
+// records of their own.
+func (r *Resolver) MXAuthenticated(ctx context.Context, domain string) bool {
+	res, err := r.lookup(ctx, domain, dns.TypeMX)
+	return err == nil && res.authenticated
+}
