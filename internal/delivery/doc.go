@@ -119,6 +119,10 @@
 //	connection lost, I/O timeout            0     4.4.2     temporary  any
 //	TLS handshake or certificate failure    0     4.7.5     temporary  tls
 //	relay lacks required STARTTLS           0     4.7.10    temporary  tls
+//	MX refused by a TLS policy (MTA-STS     0     4.7.5     temporary  tls
+//	  enforce, DANE, a verifying mode)
+//	MX lacks STARTTLS a policy requires     0     4.7.10    temporary  tls
+//	TLSA lookup failed at a signed host     0     4.4.3     temporary  dns
 //	relay lacks AUTH PLAIN and LOGIN        0     4.7.0     temporary  auth
 //	DNS timeout, SERVFAIL                   0     4.4.3     temporary  dns
 //	domain does not exist (NXDOMAIN)        0     5.1.2     permanent  dns
