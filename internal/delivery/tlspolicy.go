@@ -163,10 +163,10 @@ func (p tlsPlan) refuse(host, enhanced, what string, err error) *Error {
 
 // planTLS decides how the session to MX host h of domain uses TLS: DANE
 // when the domain's MX answer and h's TLSA records are authenticated
-// (MTA-STS is then not consulted, RFC 8461 §2), else the domain's MTA-STS policy (from policy) if any,
-// else dt.Mode.
-// A host the policy excludes, or whose TLSA lookup failed at a signed
-// name, gives an error for that host (the next one is tried).
+// (MTA-STS is then not consulted, RFC 8461 §2), else the domain's MTA-STS
+// policy (from policy) if any, else dt.Mode. A host the policy excludes,
+// or whose TLSA lookup failed at a signed name, gives an error for that
+// host (the next one is tried).
 func (t *Transport) planTLS(ctx context.Context, domain, h string, dt DirectTLS, policy func() *mtasts.Policy) (tlsPlan, *Error) {
 	p := tlsPlan{mode: cmp.Or(dt.Mode, TLSOpportunisticInsecure), policy: PolicyNone, domain: domain}
 	if !dt.DisableDANE && t.tlsa != nil && !isIP(h) && t.tlsa.MXAuthenticated(ctx, domain) {

@@ -40,11 +40,11 @@ func (t *Transport) deliver(ctx context.Context, tg target, env Envelope, msg []
 		}
 		res, e, reusable = t.transact(ctx, s, env, msg)
 	}
-	t.finish(tg.key, s, reusable)
 	tlsOut := s.tls
 	if r := joinReports(tg.plan.report, s.tls.Report); tg.mx && r != "" {
 		tlsOut.Report = tg.plan.testingName() + ": " + r
 	}
+	t.finish(tg.key, s, reusable) // s may be another Send's from here on
 	if e != nil {
 		e.TLS = tlsOut
 		return Result{}, e
