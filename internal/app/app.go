@@ -6,6 +6,7 @@ package app
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"github.com/postline/postline/internal/delivery"
@@ -111,6 +112,10 @@ type Options struct {
 	// Now is the clock of sending (intake, the queue's due times, the
 	// worker); nil is time.Now. Tests move it to reach a scheduled time.
 	Now func() time.Time
+	// RootCAs are the trust roots of outbound TLS (relays, MX hosts under
+	// a TLS policy, MTA-STS policy hosts); nil is the system's, which Go
+	// reads from SSL_CERT_FILE when set. Tests give their CA.
+	RootCAs *x509.CertPool
 }
 
 // Open opens the database, applies migrations and builds the services.

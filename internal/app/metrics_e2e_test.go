@@ -29,7 +29,7 @@ func TestDeliveryMetrics(t *testing.T) {
 	}
 	before := scrape()
 	for _, series := range []string{`postline_queue_messages{state="queued"} 0`, `postline_queue_messages{state="deferred"} 0`,
-		`postline_queue_messages{state="in_flight"} 0`, `postline_deliveries_total{outcome="bounced",transport="direct"} 0`,
+		`postline_queue_messages{state="in_flight"} 0`, `postline_deliveries_total{outcome="bounced",tls="none",transport="direct"} 0`,
 		`postline_webhook_posts_total{outcome="failed"} 0`, `postline_validation_cache_total{result="hit"} 0`} {
 		if !strings.Contains(before, series) {
 			t.Errorf("at startup the metrics lack %s", series)
@@ -55,16 +55,16 @@ func TestDeliveryMetrics(t *testing.T) {
 	}
 
 	want := map[string]float64{
-		`postline_deliveries_total{outcome="delivered",transport="direct"}`: 1,
-		`postline_deliveries_total{outcome="bounced",transport="direct"}`:   1,
-		`postline_delivery_attempt_seconds_count{transport="direct"}`:       2,
-		`postline_dkim_sign_seconds_count`:                                  2,
-		`postline_webhook_posts_total{outcome="ok"}`:                        1,
-		`postline_webhook_lag_seconds_count`:                                1,
-		`postline_validations_total{reason="",result="valid"}`:              1,
-		`postline_validation_cache_total{result="miss"}`:                    1,
-		`postline_dns_lookup_seconds_count{outcome="ok",qtype="MX"}`:        1,
-		`go_sql_open_connections{db_name="writer"}`:                         1,
+		`postline_deliveries_total{outcome="delivered",tls="none",transport="direct"}`: 1,
+		`postline_deliveries_total{outcome="bounced",tls="none",transport="direct"}`:   1,
+		`postline_delivery_attempt_seconds_count{transport="direct"}`:                  2,
+		`postline_dkim_sign_seconds_count`:                                             2,
+		`postline_webhook_posts_total{outcome="ok"}`:                                   1,
+		`postline_webhook_lag_seconds_count`:                                           1,
+		`postline_validations_total{reason="",result="valid"}`:                         1,
+		`postline_validation_cache_total{result="miss"}`:                               1,
+		`postline_dns_lookup_seconds_count{outcome="ok",qtype="MX"}`:                   1,
+		`go_sql_open_connections{db_name="writer"}`:                                    1,
 	}
 	var text string
 	deadline := time.Now().Add(15 * time.Second)

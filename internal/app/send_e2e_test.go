@@ -39,7 +39,13 @@ func startSend(t *testing.T, d store.Dialect, relay bool, edit func(*config.Conf
 
 func startSendWith(t *testing.T, d store.Dialect, relay bool, edit func(*config.Config), opts app.Options) *sendEnv {
 	t.Helper()
-	sinkCfg := smtptest.Config{}
+	return startSendSink(t, d, relay, edit, opts, smtptest.Config{})
+}
+
+// startSendSink is startSendWith with the sink's configuration (its AUTH
+// is set for a relay).
+func startSendSink(t *testing.T, d store.Dialect, relay bool, edit func(*config.Config), opts app.Options, sinkCfg smtptest.Config) *sendEnv {
+	t.Helper()
 	if relay {
 		sinkCfg.Auth = &smtptest.Credentials{User: "relayuser", Password: "relaypass"}
 	}

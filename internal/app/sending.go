@@ -10,6 +10,7 @@ import (
 	"github.com/postline/postline/internal/attach"
 	"github.com/postline/postline/internal/attachproc"
 	"github.com/postline/postline/internal/delivery"
+	"github.com/postline/postline/internal/mtasts"
 	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/store"
@@ -20,13 +21,23 @@ import (
 // never delivers.
 func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 	cfg := a.Config
+	// Policy fetches follow the recipient's DNS like deliveries do, so the
+	// same guard (--delivery-allow-private) applies to both.
+	sts, err := mtasts.New(mtasts.Config{Resolver: a.Resolver, Store: store.NewMTASTSPolicies(a.DB), Port: cfg.MTASTSPort,
+		RootCAs: a.opts.RootCAs, AllowPrivate: cfg.DeliveryAllowPrivate, Logger: a.Logger})
+	if err != nil {
+		return err
+	}
 	t, err := delivery.New(delivery.Config{
 		Resolver:                a.Resolver,
 		MXPort:                  cfg.MXPort,
 		HeloName:                cfg.HeloName,
-		TLSConfig:               &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSConfig:               &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: a.opts.RootCAs},
 		InsecureSkipRelayVerify: cfg.RelayTLSInsecure,
 		AllowPrivate:            cfg.DeliveryAllowPrivate,
+		RootCAs:                 a.opts.RootCAs,
+		MTASTS:                  sts,
+		Logger:                  a.Logger,
 	})
 	if err != nil {
 		return err

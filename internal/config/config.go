@@ -44,6 +44,7 @@ type Config struct {
 	RedisURL              string // redis://host:port/db, for RateStore redis
 
 	MXPort        int             // port for direct-to-MX delivery
+	MTASTSPort    int             // HTTPS port of MTA-STS policy hosts (443; tests use their own)
 	RetrySchedule []time.Duration // delays between attempts
 	MaxMessageAge time.Duration   // give up after this
 
@@ -218,6 +219,7 @@ func Default() Config {
 		RateValidationPerHour:   1000,
 		RateDomainPerMinute:     120,
 		MXPort:                  25,
+		MTASTSPort:              443,
 		SMTPMaxBytes:            10 << 20,
 		SMTPMaxConnections:      1000,
 		SMTPMaxConnectionsPerIP: 20,
@@ -356,6 +358,9 @@ func (c Config) Validate() error {
 	}
 	if c.MXPort < 1 || c.MXPort > 65535 {
 		bad("mx-port", "must be 1..65535, got %d", c.MXPort)
+	}
+	if c.MTASTSPort < 1 || c.MTASTSPort > 65535 {
+		bad("mta-sts-port", "must be 1..65535, got %d", c.MTASTSPort)
 	}
 	if len(c.RetrySchedule) == 0 {
 		bad("retry-schedule", "needs at least one delay")

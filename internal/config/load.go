@@ -51,6 +51,8 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.StringVar(&cfg.RateStore, "rate-store", "", "rate-limit counters: memory, database or redis (default memory on SQLite, database on PostgreSQL)")
 	fs.StringVar(&cfg.RedisURL, "redis-url", "", "redis://host:port/db `url` for rate-store redis")
 	fs.IntVar(&cfg.MXPort, "mx-port", cfg.MXPort, "`port` for direct-to-MX delivery")
+	fs.IntVar(&cfg.MTASTSPort, "mta-sts-port", cfg.MTASTSPort,
+		"HTTPS `port` MTA-STS policies are fetched from (https://mta-sts.DOMAIN/.well-known/mta-sts.txt); for tests")
 	fs.Func("retry-schedule", "comma-separated delays between delivery attempts (default 1m,5m,15m,30m,1h,2h,4h,8h)", func(s string) error {
 		d, err := parseDurations(s)
 		if err == nil {

@@ -100,8 +100,13 @@ func TestDirect(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Send: %v", err)
 			}
-			if res.Host != tt.wantHost || res.TLS != tt.wantTLS || res.Code != 250 {
+			if res.Host != tt.wantHost || (res.TLS.Version != "") != tt.wantTLS || res.Code != 250 {
 				t.Errorf("Result = %+v, want Host %s, TLS %v, Code 250", res, tt.wantHost, tt.wantTLS)
+			}
+			// The default (OpportunisticInsecure, no policy) checks no
+			// certificate.
+			if res.TLS.Verified || res.TLS.Policy != delivery.PolicyNone || res.TLS.Report != "" {
+				t.Errorf("Result.TLS = %+v, want unverified, policy none, no report", res.TLS)
 			}
 			msgs := f.sink.Messages()
 			if len(msgs) != 1 || msgs[0].To[0] != "rcpt@example.test" || msgs[0].TLS != tt.wantTLS {

@@ -47,14 +47,50 @@
 // queue keeps the message. Certificate and handshake failures are likewise
 // temporary (4.7.5).
 //
-// MX hosts: opportunistic STARTTLS without certificate verification
-// (RFC 7435), in plain text if STARTTLS is not offered, and again in plain
-// text if the STARTTLS exchange or handshake fails. MX certificates are
-// not verified because nothing says which name they must match: without
-// MTA-STS (RFC 8461) or DANE (RFC 7672), both out of scope for now, a
-// verified-or-nothing policy would only turn an active attacker's
-// downgrade into lost mail, and most MX certificates do not verify. Result.TLS
-// reports whether the session was encrypted.
+// MX hosts, in this order (tlspolicy.go, tlscheck.go):
+//
+//  1. DANE (RFC 7672), unless Route.DirectTLS.DisableDANE: when the
+//     resolver returns TLSA records for _PORT._tcp.MXHOST (PORT is
+//     Config.MXPort) with the AD bit (it validated them with DNSSEC), and
+//     the domain's MX answer had it too (RFC 7672 §2.2.1: else whoever
+//     forged the MX records could name a host with TLSA records of their
+//     own, and so get past MTA-STS), the host must offer STARTTLS and its
+//     certificate match one of the usable records (DANE-EE or DANE-TA,
+//     package dane); records present but none usable still require
+//     STARTTLS, without authentication. MTA-STS is
+//     then not consulted (RFC 8461 §2). Unauthenticated records are
+//     ignored. A failed TLSA lookup defers the host (4.4.3) when its
+//     address records are authenticated (an attacker may be hiding the
+//     records), and is ignored otherwise (a broken server of an unsigned
+//     zone).
+//  2. MTA-STS (RFC 8461), unless Route.DirectTLS.DisableMTASTS or
+//     Config.MTASTS is nil: the recipient domain's policy (package mtasts,
+//     fetched and cached in the database). In enforce mode only MX hosts
+//     the policy lists are contacted, each must offer STARTTLS and present
+//     a certificate that verifies for its name against Config.RootCAs (the
+//     system's roots by default, SSL_CERT_FILE when set). In testing mode
+//     delivery goes on as without a policy, and what enforce would have
+//     refused (an unlisted host, no STARTTLS, a certificate that does not
+//     verify) is reported in TLSOutcome.Report and the operator's log.
+//     Mode none is no policy.
+//  3. Otherwise Route.DirectTLS.Mode, KumoMTA's enable_tls:
+//     OpportunisticInsecure (the default: STARTTLS when offered, any
+//     certificate, plain text when it is not offered or the handshake
+//     fails, RFC 7435), Opportunistic (when offered, verified, no
+//     plain-text retry), Required, RequiredInsecure, Disabled.
+//
+// A refusal under a policy or a verifying mode is temporary (4.7.5 for a
+// certificate or an unlisted host, 4.7.10 when STARTTLS is not offered),
+// names the policy ("MTA-STS policy of example.com (enforce): ...",
+// "DANE: ...", "TLS mode Required: ..."), comes before anything is sent
+// under the connection, and moves on to the next MX host. Certificates
+// are checked inside the handshake, so a refused one ends it with an alert.
+//
+// Result.TLS and Error.TLS report the outcome (TLSOutcome: the version,
+// whether the certificate was verified, the policy), relays included. A
+// pooled connection is reused for a message whose plan requires more
+// (verification, a policy) only if it was opened under the same
+// requirements; otherwise it is closed and a new one opened in its slot.
 //
 // # Transaction
 //
@@ -83,6 +119,10 @@
 //	connection lost, I/O timeout            0     4.4.2     temporary  any
 //	TLS handshake or certificate failure    0     4.7.5     temporary  tls
 //	relay lacks required STARTTLS           0     4.7.10    temporary  tls
+//	MX refused by a TLS policy (MTA-STS     0     4.7.5     temporary  tls
+//	  enforce, DANE, a verifying mode)
+//	MX lacks STARTTLS a policy requires     0     4.7.10    temporary  tls
+//	TLSA lookup failed at a signed host     0     4.4.3     temporary  dns
 //	relay lacks AUTH PLAIN and LOGIN        0     4.7.0     temporary  auth
 //	DNS timeout, SERVFAIL                   0     4.4.3     temporary  dns
 //	domain does not exist (NXDOMAIN)        0     5.1.2     permanent  dns

@@ -54,6 +54,10 @@ type Error struct {
 	Stage string
 	// Err is the underlying error, if any.
 	Err error
+	// TLS is the TLS outcome of the attempt that failed: the session's,
+	// or, when none was opened, no version under the policy that applied.
+	// The zero value (Policy "") when the attempt never reached a host.
+	TLS TLSOutcome
 }
 
 // Error formats as "delivery: rcpt mx.example.com: 550 5.1.1 no such user

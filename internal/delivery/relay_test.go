@@ -69,8 +69,14 @@ func TestRelay(t *testing.T) {
 			if tt.host != "" {
 				wantHost = tt.host
 			}
-			if res.Code != 250 || res.TLS != wantTLS || res.Host != wantHost || res.Reused {
+			if res.Code != 250 || (res.TLS.Version != "") != wantTLS || res.Host != wantHost || res.Reused {
 				t.Errorf("Result = %+v, want Code 250, TLS %v, Host %s, not reused", res, wantTLS, wantHost)
+			}
+			// A relay's outcome has the same shape as an MX's: verified
+			// unless verification is off, never under a policy.
+			if res.TLS.Verified != (wantTLS && tt.verify) || res.TLS.Policy != delivery.PolicyNone ||
+				wantTLS && res.TLS.Version != "TLS1.3" {
+				t.Errorf("Result.TLS = %+v, want TLS1.3 %v, verified %v, policy none", res.TLS, wantTLS, wantTLS && tt.verify)
 			}
 			msgs := f.sink.Messages()
 			if len(msgs) != 1 {

@@ -8,8 +8,10 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/postline/postline/internal/dnsclient"
+	"github.com/postline/postline/internal/mtasts"
 )
 
 // Bounds on one direct-delivery attempt, as Postfix's smtp_mx_address_limit
@@ -54,16 +56,21 @@ func (t *Transport) sendRelay(ctx context.Context, r Route, env Envelope, msg []
 // message or recipient ends the attempt. When every host failed, the error
 // is the most preferred temporary one if any (a backup MX refusing must not
 // bounce mail the primary would take later), else the last one.
-func (t *Transport) sendDirect(ctx context.Context, env Envelope, msg []byte) (Result, *Error) {
+func (t *Transport) sendDirect(ctx context.Context, dt DirectTLS, env Envelope, msg []byte) (Result, *Error) {
 	domain := strings.ToLower(env.To[strings.LastIndexByte(env.To, '@')+1:])
 	if strings.HasPrefix(domain, "[") {
 		return Result{}, &Error{Enhanced: "5.1.2", Stage: StageDNS,
 			Message: fmt.Sprintf("address literal %s is not supported for direct delivery", domain)}
 	}
+	if err := dt.Check(); err != nil {
+		return Result{}, configError("%s", strings.TrimPrefix(err.Error(), "delivery: "))
+	}
 	hosts, implicit, e := t.mxHosts(ctx, domain)
 	if e != nil {
 		return Result{}, e
 	}
+	// Asked only for a host without DANE, and once per attempt.
+	sts := sync.OnceValue(func() *mtasts.Policy { return t.mtaSTS(ctx, domain, dt) })
 	var firstTemp, last *Error
 	for _, h := range hosts {
 		tg := target{host: h, port: t.cfg.MXPort, mx: true,
@@ -71,8 +78,15 @@ func (t *Transport) sendDirect(ctx context.Context, env Envelope, msg []byte) (R
 		if ip, err := netip.ParseAddr(h); err == nil {
 			tg.addrs = []netip.Addr{ip.Unmap()} // an MX naming an IP, against RFC 5321 but seen
 		}
-		res, e := t.deliver(ctx, tg, env, msg)
+		var res Result
+		if tg.plan, e = t.planTLS(ctx, domain, h, dt, sts); e == nil {
+			res, e = t.deliver(ctx, tg, env, msg)
+		}
 		if e == nil {
+			if res.TLS.Report != "" {
+				t.cfg.Logger.Warn("delivered where an MTA-STS policy in enforce mode would refuse", "domain", domain,
+					"host", h, "report", res.TLS.Report)
+			}
 			return res, nil
 		}
 		if implicit && e.Stage == StageDNS && !e.Temporary {
@@ -96,6 +110,19 @@ func (t *Transport) sendDirect(ctx context.Context, env Envelope, msg []byte) (R
 		return Result{}, firstTemp
 	}
 	return Result{}, last
+}
+
+// mtaSTS returns domain's MTA-STS policy, nil when it has none or MTA-STS
+// is off.
+func (t *Transport) mtaSTS(ctx context.Context, domain string, dt DirectTLS) *mtasts.Policy {
+	if dt.DisableMTASTS || t.cfg.MTASTS == nil {
+		return nil
+	}
+	p, ok := t.cfg.MTASTS.Policy(ctx, domain)
+	if !ok {
+		return nil
+	}
+	return &p
 }
 
 // mxHosts returns the hosts to try for domain, by preference (ties in the

@@ -25,18 +25,20 @@ type target struct {
 	host  string // the name (or IP) dialled: TLS ServerName, Result.Host
 	port  int
 	addrs []netip.Addr // set when host is an IP literal, else resolved
-	mx    bool         // direct delivery: opportunistic, unverified TLS
+	mx    bool         // direct delivery: TLS as plan says
+	plan  tlsPlan      // when mx
 	relay Route        // relay settings when !mx
 	key   string       // pool key
 }
 
 // session is one open SMTP connection, ready for a transaction.
 type session struct {
-	c     *smtp.Client
-	conn  *deadlineConn
-	host  string
-	tls   bool
-	timer *time.Timer // idle expiry; guarded by Transport.mu
+	c       *smtp.Client
+	conn    *deadlineConn
+	host    string
+	tls     TLSOutcome
+	planKey string      // the tlsPlan's key it was opened under (MX hosts)
+	timer   *time.Timer // idle expiry; guarded by Transport.mu
 }
 
 // abort closes the connection at once (without a TLS close_notify, which
@@ -55,8 +57,9 @@ func (s *session) quit() {
 }
 
 // connect opens a session to one of tg's addresses (at most maxAddrs of
-// them), trying the next on a temporary failure. For an MX, a failed
-// STARTTLS is retried in plain text on the same address.
+// them), trying the next on a temporary failure. For an MX in
+// TLSOpportunisticInsecure mode, a failed STARTTLS is retried in plain
+// text on the same address.
 func (t *Transport) connect(ctx context.Context, tg target) (*session, *Error) {
 	addrs := tg.addrs
 	if addrs == nil {
@@ -80,7 +83,7 @@ func (t *Transport) connect(ctx context.Context, tg target) (*session, *Error) {
 	var last *Error
 	for _, a := range addrs[:min(len(addrs), maxAddrs)] {
 		s, e := t.dial(ctx, tg, a, tg.mx)
-		if e != nil && tg.mx && e.Stage == StageTLS && ctx.Err() == nil {
+		if e != nil && tg.mx && e.Stage == StageTLS && tg.plan.plainFallback() && ctx.Err() == nil {
 			s, e = t.dial(ctx, tg, a, false)
 		}
 		if e == nil {
@@ -123,40 +126,78 @@ func (t *Transport) dial(ctx context.Context, tg target, addr netip.Addr, tryTLS
 // handshake takes a new connection from the greeting to ready for MAIL,
 // returning the stage that failed.
 func (t *Transport) handshake(ctx context.Context, dc *deadlineConn, tg target, tryTLS bool) (*session, string, error) {
-	s := &session{conn: dc, host: tg.host}
+	s := &session{conn: dc, host: tg.host, tls: TLSOutcome{Policy: PolicyNone}}
 	var nc net.Conn = dc
 	if !tg.mx && tg.relay.TLS == TLSImplicit {
 		tc := tls.Client(dc, t.relayTLS(tg.host))
 		if err := tc.HandshakeContext(ctx); err != nil {
 			return nil, StageTLS, err
 		}
-		nc, s.tls = tc, true
+		nc, s.tls = tc, t.relayOutcome(tc.ConnectionState().Version)
 	}
 	s.c = t.newClient(nc)
 	if err := s.c.Hello(t.cfg.HeloName); err != nil {
 		return nil, StageConnect, err
 	}
-	wantTLS := !s.tls && (tg.mx && tryTLS || !tg.mx && tg.relay.TLS != TLSNone)
-	if ok, _ := s.c.Extension("STARTTLS"); wantTLS && ok {
-		cfg := &tls.Config{ServerName: tg.host, InsecureSkipVerify: true} // see doc.go: TLS policy
-		if !tg.mx {
-			cfg = t.relayTLS(tg.host)
+	if tg.mx {
+		if err := t.mxTLS(ctx, dc, s, tg, tryTLS); err != nil {
+			return nil, StageTLS, err
 		}
+		return s, "", nil
+	}
+	wantTLS := s.tls.Version == "" && tg.relay.TLS != TLSNone
+	if ok, _ := s.c.Extension("STARTTLS"); wantTLS && ok {
+		var version uint16
+		cfg := t.relayTLS(tg.host)
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error { version = cs.Version; return nil }
 		c, err := t.startTLS(ctx, dc, cfg)
 		if err != nil {
 			return nil, StageTLS, err
 		}
-		s.c, s.tls = c, true
-	} else if wantTLS && !tg.mx {
+		s.c, s.tls = c, t.relayOutcome(version)
+	} else if wantTLS {
 		return nil, StageTLS, &Error{Enhanced: "4.7.10", Temporary: true, Stage: StageTLS, Host: tg.host,
 			Message: "relay does not offer STARTTLS; refusing to send in clear text"}
 	}
-	if !tg.mx && tg.relay.User != "" {
+	if tg.relay.User != "" {
 		if err := t.auth(s.c, tg); err != nil {
 			return nil, StageAuth, err
 		}
 	}
 	return s, "", nil
+}
+
+// relayOutcome is the TLS outcome of a relay session: verified unless
+// the operator turned verification off.
+func (t *Transport) relayOutcome(version uint16) TLSOutcome {
+	return TLSOutcome{Version: versionName(version), Verified: !t.cfg.InsecureSkipRelayVerify, Policy: PolicyNone}
+}
+
+// mxTLS runs STARTTLS with an MX host as tg.plan says (see doc.go: TLS
+// policy); tryTLS false is the plain-text retry after a failed handshake.
+func (t *Transport) mxTLS(ctx context.Context, dc *deadlineConn, s *session, tg target, tryTLS bool) error {
+	p := tg.plan
+	s.tls.Policy, s.planKey = p.policy, p.key()
+	offered, _ := s.c.Extension("STARTTLS")
+	switch {
+	case !tryTLS || p.mode == TLSDisabled:
+		return nil
+	case !offered && p.requiresTLS():
+		return p.refuse(tg.host, "4.7.10", tg.host+" does not offer STARTTLS", nil)
+	case !offered:
+		if p.testing {
+			s.tls.Report = tg.host + " does not offer STARTTLS"
+		}
+		return nil
+	}
+	check := &tlsCheck{plan: p, host: tg.host, roots: t.cfg.RootCAs}
+	c, err := t.startTLS(ctx, dc, check.config())
+	if err != nil {
+		return err
+	}
+	s.c, s.tls = c, check.outcome()
+	s.tls.Report = check.report
+	return nil
 }
 
 // newClient wraps nc in a go-smtp client bounded by CommandTimeout.

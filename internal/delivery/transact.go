@@ -16,12 +16,16 @@ func (t *Transport) deliver(ctx context.Context, tg target, env Envelope, msg []
 	if err != nil {
 		return Result{}, t.fail(ctx, err, StageConnect, tg.host)
 	}
+	if s != nil && tg.mx && !tg.plan.accepts(s) {
+		s.abort() // opened under weaker TLS requirements; its slot is reused
+		s = nil
+	}
 	reused := s != nil
 	if !reused {
 		var e *Error
 		if s, e = t.connect(ctx, tg); e != nil {
 			t.release(tg.key)
-			return Result{}, e
+			return Result{}, tg.failedTLS(e)
 		}
 	}
 	res, e, reusable := t.transact(ctx, s, env, msg)
@@ -32,13 +36,33 @@ func (t *Transport) deliver(ctx context.Context, tg target, env Envelope, msg []
 		reused = false
 		if s, e = t.connect(ctx, tg); e != nil {
 			t.release(tg.key)
-			return Result{}, e
+			return Result{}, tg.failedTLS(e)
 		}
 		res, e, reusable = t.transact(ctx, s, env, msg)
 	}
-	t.finish(tg.key, s, reusable)
-	res.Reused = reused
-	return res, e
+	tlsOut := s.tls
+	if r := joinReports(tg.plan.report, s.tls.Report); tg.mx && r != "" {
+		tlsOut.Report = tg.plan.testingName() + ": " + r
+	}
+	t.finish(tg.key, s, reusable) // s may be another Send's from here on
+	if e != nil {
+		e.TLS = tlsOut
+		return Result{}, e
+	}
+	res.Reused, res.TLS = reused, tlsOut
+	return res, nil
+}
+
+// failedTLS gives e, a failure to open a session, the TLS outcome it has
+// when it has none: no encryption, under the target's policy.
+func (tg target) failedTLS(e *Error) *Error {
+	if e.TLS.Policy == "" {
+		e.TLS.Policy = PolicyNone
+		if tg.mx {
+			e.TLS.Policy = tg.plan.policy
+		}
+	}
+	return e
 }
 
 // stale reports whether e, the first failure on a reused connection, means
@@ -108,7 +132,7 @@ func (s *session) send(env Envelope, msg []byte) (Result, string, error) {
 	if err != nil {
 		return Result{}, StageData, err
 	}
-	res := Result{Host: s.host, Code: 250, Message: resp.StatusText, TLS: s.tls}
+	res := Result{Host: s.host, Code: 250, Message: resp.StatusText}
 	if code, text, ok := strings.Cut(resp.StatusText, " "); ok && isEnhanced(code) {
 		res.Enhanced, res.Message = code, text
 	}

@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -47,6 +50,9 @@ type Route struct {
 	Port           int
 	User, Password string
 	TLS            string
+	// DirectTLS is the TLS policy of ModeDirect (the zero value is the
+	// default; see DirectTLS). Relays ignore it.
+	DirectTLS DirectTLS
 }
 
 // Envelope is the SMTP envelope of one message to one recipient.
@@ -57,12 +63,12 @@ type Envelope struct {
 
 // Result describes an accepted message.
 type Result struct {
-	Host     string // the MX or relay host that accepted it
-	Code     int    // the final reply code (250)
-	Enhanced string // the final reply's enhanced code, "" if none
-	Message  string // the final reply's text (often carries a queue id)
-	TLS      bool   // whether the session was encrypted
-	Reused   bool   // whether the session was taken from the idle pool
+	Host     string     // the MX or relay host that accepted it
+	Code     int        // the final reply code (250)
+	Enhanced string     // the final reply's enhanced code, "" if none
+	Message  string     // the final reply's text (often carries a queue id)
+	TLS      TLSOutcome // the session's TLS: version, verification, policy
+	Reused   bool       // whether the session was taken from the idle pool
 }
 
 // Config configures a Transport. Only Resolver is required.
@@ -80,6 +86,16 @@ type Config struct {
 	// client certificates, MinVersion). ServerName defaults to the relay
 	// host. It does not apply to MX hosts (see the package documentation).
 	TLSConfig *tls.Config
+	// RootCAs verifies MX certificates where the TLS policy requires it
+	// (MTA-STS enforce, Opportunistic, Required); nil means the system's
+	// roots, which Go reads from SSL_CERT_FILE when it is set.
+	RootCAs *x509.CertPool
+	// MTASTS finds recipient domains' MTA-STS policies; nil turns MTA-STS
+	// off.
+	MTASTS MTASTSPolicies
+	// Logger receives what MTA-STS policies in testing mode report.
+	// Default: discarded.
+	Logger *slog.Logger
 	// InsecureSkipRelayVerify turns off certificate verification for
 	// relays. The zero value verifies.
 	InsecureSkipRelayVerify bool
@@ -101,8 +117,9 @@ type Config struct {
 // shutdown.
 type Transport struct {
 	cfg      Config
-	dialer   net.Dialer // relays
-	mxDialer net.Dialer // MX hosts: refuses non-public addresses unless AllowPrivate
+	dialer   net.Dialer   // relays
+	mxDialer net.Dialer   // MX hosts: refuses non-public addresses unless AllowPrivate
+	tlsa     TLSAResolver // nil: the Resolver cannot look up TLSA records, no DANE
 
 	mu     sync.Mutex
 	dests  map[string]*dest // pool key → connections to that destination
@@ -135,12 +152,16 @@ func New(cfg Config) (*Transport, error) {
 	cfg.CommandTimeout = cmp.Or(cfg.CommandTimeout, 5*time.Minute)
 	cfg.MaxConnsPerDest = cmp.Or(cfg.MaxConnsPerDest, 4)
 	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, 30*time.Second)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	t := &Transport{
 		cfg:      cfg,
 		dialer:   net.Dialer{Timeout: cfg.DialTimeout},
 		mxDialer: net.Dialer{Timeout: cfg.DialTimeout},
 		dests:    make(map[string]*dest),
 	}
+	t.tlsa, _ = cfg.Resolver.(TLSAResolver)
 	if !cfg.AllowPrivate {
 		t.mxDialer.Control = refuseNonPublic
 	}
@@ -169,7 +190,7 @@ func (t *Transport) Send(ctx context.Context, r Route, env Envelope, msg []byte)
 	)
 	switch r.Mode {
 	case ModeDirect:
-		res, e = t.sendDirect(ctx, env, msg)
+		res, e = t.sendDirect(ctx, r.DirectTLS, env, msg)
 	case ModeSMTP:
 		res, e = t.sendRelay(ctx, r, env, msg)
 	default:

@@ -27,11 +27,14 @@ type cacheKey struct {
 // records of the asked type, or a failure kind with its rcode and cause.
 // It is shared between callers and must not be modified.
 type result struct {
-	rrs   []dns.RR
-	kind  Kind // 0 for a positive answer
-	rcode int
-	err   error         // cause of a Temporary result
-	ttl   time.Duration // 0: do not cache (always so for Temporary)
+	rrs  []dns.RR
+	kind Kind // 0 for a positive answer
+	// authenticated is the response's AD bit: the resolver validated the
+	// answer with DNSSEC (RFC 4035 §3.2.3).
+	authenticated bool
+	rcode         int
+	err           error         // cause of a Temporary result
+	ttl           time.Duration // 0: do not cache (always so for Temporary)
 }
 
 type cacheEntry struct {

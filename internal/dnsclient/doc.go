@@ -30,4 +30,11 @@
 // smallest TTL of the answer (1 s to 1 h); NXDOMAIN and NoData for the SOA's
 // negative TTL (1 s to 5 min, RFC 2308); Temporary failures never. Identical
 // lookups in flight at the same time share one query.
+//
+// Queries set the AD bit, asking the resolver to say whether it validated
+// the answer with DNSSEC (RFC 6840 §5.7); the bit is cached with the
+// answer. LookupTLSA reports it, for DANE (RFC 7672), which trusts TLSA
+// records only when the resolver authenticated them: the configured
+// server must then be a validating resolver on a trusted path (on the
+// same host, typically), since nothing protects the bit on the way.
 package dnsclient

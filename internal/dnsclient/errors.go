@@ -46,7 +46,7 @@ func (k Kind) String() string {
 // Error is the only error type the Resolver's lookups return.
 type Error struct {
 	Name  string // the name as given by the caller
-	Qtype string // "MX", "TXT", "A", "AAAA", "CNAME"
+	Qtype string // "MX", "TXT", "A", "AAAA", "CNAME", "TLSA"
 	Kind  Kind
 	// Rcode is the response code (dns.RcodeNameError, dns.RcodeServerFailure,
 	// ...), or -1 when no response was received.

@@ -179,3 +179,53 @@ func isKind(err error, k dnsclient.Kind) bool {
 	}
 	return false
 }
+
+func TestLookupTLSA(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.srv.AddTLSA("_25._tcp.signed.example", 3, 1, 1, []byte{0xab, 0xcd})
+	f.srv.AddTLSA("_25._tcp.signed.example", 2, 0, 2, []byte{0x01})
+	f.srv.SetAuthenticated("_25._tcp.signed.example", true)
+	f.srv.AddTLSA("_25._tcp.unsigned.example", 3, 1, 1, []byte{0xab, 0xcd})
+	f.srv.AddA("signed.example", "192.0.2.1")
+	f.srv.SetAuthenticated("signed.example", true)
+	f.srv.AddA("unsigned.example", "192.0.2.2")
+	ctx := context.Background()
+
+	recs, authed, err := f.r.LookupTLSA(ctx, "_25._tcp.signed.example")
+	want := []dnsclient.TLSA{rec(3, 1, 1, []byte{0xab, 0xcd}), rec(2, 0, 2, []byte{0x01})}
+	if err != nil || !authed || len(recs) != 2 {
+		t.Fatalf("LookupTLSA(signed) = %v, %v, %v; want 2 authenticated records", recs, authed, err)
+	}
+	for i := range want {
+		if recs[i].Usage != want[i].Usage || recs[i].Selector != want[i].Selector ||
+			recs[i].MatchingType != want[i].MatchingType || string(recs[i].Data) != string(want[i].Data) {
+			t.Errorf("record %d = %+v, want %+v", i, recs[i], want[i])
+		}
+	}
+	if recs, authed, err := f.r.LookupTLSA(ctx, "_25._tcp.unsigned.example"); err != nil || authed || len(recs) != 1 {
+		t.Errorf("LookupTLSA(unsigned) = %v, %v, %v; want 1 record, not authenticated", recs, authed, err)
+	}
+	if _, _, err := f.r.LookupTLSA(ctx, "_25._tcp.missing.example"); !isKind(err, dnsclient.NotFound) {
+		t.Errorf("LookupTLSA(missing) error = %v, want not found", err)
+	}
+	if !f.r.AddrsAuthenticated(ctx, "signed.example") || f.r.AddrsAuthenticated(ctx, "unsigned.example") {
+		t.Errorf("AddrsAuthenticated: signed %v, unsigned %v; want true, false",
+			f.r.AddrsAuthenticated(ctx, "signed.example"), f.r.AddrsAuthenticated(ctx, "unsigned.example"))
+	}
+	f.srv.AddMX("signed.example", 10, "mx.signed.example")
+	f.srv.AddMX("unsigned.example", 10, "mx.unsigned.example")
+	if !f.r.MXAuthenticated(ctx, "signed.example") || f.r.MXAuthenticated(ctx, "unsigned.example") {
+		t.Errorf("MXAuthenticated: signed %v, unsigned %v; want true, false",
+			f.r.MXAuthenticated(ctx, "signed.example"), f.r.MXAuthenticated(ctx, "unsigned.example"))
+	}
+	// The AD bit is cached with the answer.
+	before := f.srv.Queries()
+	if _, authed, _ := f.r.LookupTLSA(ctx, "_25._tcp.signed.example"); !authed || f.srv.Queries() != before {
+		t.Errorf("cached LookupTLSA: authenticated %v, %d new queries; want true, 0", authed, f.srv.Queries()-before)
+	}
+}
+
+func rec(usage, selector, matching uint8, data []byte) dnsclient.TLSA {
+	return dnsclient.TLSA{Usage: usage, Selector: selector, MatchingType: matching, Data: data}
+}

@@ -112,17 +112,27 @@ func serverAddr(s string) (string, error) {
 // on it; it is bounded by Attempts × Timeout. A caller whose ctx ends stops
 // waiting at once with a Temporary error wrapping ctx.Err().
 func (r *Resolver) query(ctx context.Context, name string, qtype uint16) ([]dns.RR, error) {
+	res, err := r.lookup(ctx, name, qtype)
+	if err != nil {
+		return nil, err
+	}
+	return res.unpack(name, dns.TypeToString[qtype])
+}
+
+// lookup is query returning the whole result (with its AD bit); the error
+// is set only when nothing was asked or the caller's ctx ended.
+func (r *Resolver) lookup(ctx context.Context, name string, qtype uint16) (result, error) {
 	qt := dns.TypeToString[qtype]
 	norm, err := normalize(name)
 	if err != nil {
-		return nil, &Error{Name: name, Qtype: qt, Kind: Invalid, Rcode: -1, Err: err}
+		return result{}, &Error{Name: name, Qtype: qt, Kind: Invalid, Rcode: -1, Err: err}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, &Error{Name: name, Qtype: qt, Kind: Temporary, Rcode: -1, Err: err}
+		return result{}, &Error{Name: name, Qtype: qt, Kind: Temporary, Rcode: -1, Err: err}
 	}
 	key := cacheKey{name: norm, qtype: qtype}
 	if res, ok := r.cache.get(key, r.now()); ok {
-		return res.unpack(name, qt)
+		return res, nil
 	}
 	ch := r.group.DoChan(norm+"/"+qt, func() (any, error) {
 		started := time.Now()
@@ -139,9 +149,9 @@ func (r *Resolver) query(ctx context.Context, name string, qtype uint16) ([]dns.
 	})
 	select {
 	case <-ctx.Done():
-		return nil, &Error{Name: name, Qtype: qt, Kind: Temporary, Rcode: -1, Err: ctx.Err()}
+		return result{}, &Error{Name: name, Qtype: qt, Kind: Temporary, Rcode: -1, Err: ctx.Err()}
 	case c := <-ch:
-		return c.Val.(result).unpack(name, qt)
+		return c.Val.(result), nil
 	}
 }
 
@@ -159,6 +169,10 @@ func (r *Resolver) exchange(name string, qtype uint16) result {
 	m := new(dns.Msg)
 	m.SetQuestion(name+".", qtype)
 	m.SetEdns0(ednsSize, false)
+	// AD in a query asks a validating resolver to say whether it validated
+	// the answer (RFC 6840 §5.7), without the DO bit's signatures. DANE
+	// needs it for TLSA records; it costs nothing for the others.
+	m.AuthenticatedData = true
 	var lastErr error
 	for range r.attempts {
 		m.Id = dns.Id()
@@ -198,11 +212,11 @@ func classify(resp *dns.Msg, qtype uint16) result {
 			}
 		}
 		if len(rrs) > 0 {
-			return result{rrs: rrs, ttl: clampTTL(ttl, maxTTL)}
+			return result{rrs: rrs, ttl: clampTTL(ttl, maxTTL), authenticated: resp.AuthenticatedData}
 		}
-		return result{kind: NoData, rcode: dns.RcodeSuccess, ttl: negativeTTL(resp)}
+		return result{kind: NoData, rcode: dns.RcodeSuccess, ttl: negativeTTL(resp), authenticated: resp.AuthenticatedData}
 	case dns.RcodeNameError:
-		return result{kind: NotFound, rcode: dns.RcodeNameError, ttl: negativeTTL(resp)}
+		return result{kind: NotFound, rcode: dns.RcodeNameError, ttl: negativeTTL(resp), authenticated: resp.AuthenticatedData}
 	default:
 		return result{kind: Temporary, rcode: resp.Rcode}
 	}

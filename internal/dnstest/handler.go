@@ -63,6 +63,11 @@ func (s *Server) answer(req *dns.Msg, name string, qtype uint16) *dns.Msg {
 	}
 	m.SetReply(req)
 	m.Authoritative = true
+	do := false
+	if opt := req.IsEdns0(); opt != nil {
+		do = opt.Do()
+	}
+	m.AuthenticatedData = s.authed[name] && (req.AuthenticatedData || do)
 
 	owner := name
 	for range maxChase {

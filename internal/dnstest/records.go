@@ -1,6 +1,7 @@
 package dnstest
 
 import (
+	"encoding/hex"
 	"fmt"
 	"net/netip"
 
@@ -50,6 +51,14 @@ func (s *Server) AddTXT(name string, txt ...string) {
 	s.AddRR(&dns.TXT{Hdr: s.header(name, dns.TypeTXT), Txt: parts})
 }
 
+// AddTLSA adds a TLSA record (RFC 6698) with the given usage, selector,
+// matching type and certificate association data. Pair it with
+// SetAuthenticated to serve it as DNSSEC-validated, as DANE requires.
+func (s *Server) AddTLSA(name string, usage, selector, matchingType uint8, data []byte) {
+	s.AddRR(&dns.TLSA{Hdr: s.header(name, dns.TypeTLSA), Usage: usage, Selector: selector,
+		MatchingType: matchingType, Certificate: hex.EncodeToString(data)})
+}
+
 // AddCNAME makes name an alias of target.
 func (s *Server) AddCNAME(name, target string) {
 	s.AddRR(&dns.CNAME{Hdr: s.header(name, dns.TypeCNAME), Target: canonical(target)})
@@ -68,6 +77,25 @@ func (s *Server) AddRR(rr dns.RR) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.records[h.Name] = append(s.records[h.Name], rr)
+}
+
+// Remove deletes name's records of type rrtype (dns.TypeTXT, ...), so a
+// test can change an answer: Remove, then Add the new records.
+func (s *Server) Remove(name string, rrtype uint16) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := canonical(name)
+	kept := s.records[key][:0]
+	for _, rr := range s.records[key] {
+		if rr.Header().Rrtype != rrtype {
+			kept = append(kept, rr)
+		}
+	}
+	if len(kept) == 0 {
+		delete(s.records, key)
+		return
+	}
+	s.records[key] = kept
 }
 
 // header returns a header for a record at name with the current TTL.

@@ -12,7 +12,10 @@
 //   - a name that exists (it, or a name below it, has records) but lacks the
 //     asked type gets NOERROR with an empty answer and an SOA in the authority
 //     section, whose TTL and minimum are the negative TTL (RFC 2308);
-//   - any other name gets NXDOMAIN with the same SOA.
+//   - any other name gets NXDOMAIN with the same SOA;
+//   - answers about a name marked with SetAuthenticated carry the AD bit
+//     when the query sets AD or DO, standing in for a validating resolver
+//     (DANE tests serve TLSA records that way).
 //
 // Over UDP, answers larger than the client's advertised size (512 bytes
 // without EDNS0) are truncated with TC set, so TCP fallback can be tested.
@@ -56,6 +59,7 @@ type Server struct {
 	records map[string][]dns.RR // owner (lowercase FQDN) → records
 	rcodes  map[string]int
 	delays  map[string]time.Duration
+	authed  map[string]bool // names answered with AD set
 	ttl     uint32
 	negTTL  uint32
 }
@@ -85,6 +89,7 @@ func Start(addr string) (*Server, error) {
 		records: make(map[string][]dns.RR),
 		rcodes:  make(map[string]int),
 		delays:  make(map[string]time.Duration),
+		authed:  make(map[string]bool),
 		ttl:     DefaultTTL,
 		negTTL:  DefaultNegativeTTL,
 	}
@@ -197,6 +202,21 @@ func (s *Server) SetDelay(name string, d time.Duration) {
 		return
 	}
 	s.delays[canonical(name)] = d
+}
+
+// SetAuthenticated makes answers about name (records or their absence,
+// not error rcodes) carry the AD bit, as a validating resolver's do for a
+// DNSSEC-signed name, when the query asks for it (AD or DO set, RFC 6840
+// §5.7). The server signs nothing: it stands in for the resolver that
+// would have validated. false removes the mark.
+func (s *Server) SetAuthenticated(name string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !on {
+		delete(s.authed, canonical(name))
+		return
+	}
+	s.authed[canonical(name)] = true
 }
 
 // canonical returns name as a lowercase FQDN, the form table keys use.

@@ -113,3 +113,56 @@ func TestDelayInterruptedByClose(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+func TestTLSAAuthenticated(t *testing.T) {
+	t.Parallel()
+	s := dnstest.New(t)
+	s.AddTLSA("_25._tcp.mx.example", 3, 1, 1, []byte{0xde, 0xad, 0xbe, 0xef})
+	s.AddTLSA("_25._tcp.plain.example", 3, 1, 1, []byte{1})
+	s.SetAuthenticated("_25._tcp.mx.example", true)
+	ask := func(name string, ad bool) *dns.Msg {
+		m := new(dns.Msg)
+		m.SetQuestion(dns.Fqdn(name), dns.TypeTLSA)
+		m.AuthenticatedData = ad
+		resp, _, err := (&dns.Client{Net: "udp", Timeout: time.Second}).Exchange(m, s.Addr())
+		if err != nil {
+			t.Fatalf("TLSA %s: %v", name, err)
+		}
+		return resp
+	}
+	resp := ask("_25._tcp.mx.example", true)
+	if !resp.AuthenticatedData || len(resp.Answer) != 1 {
+		t.Fatalf("TLSA at a name marked authenticated, AD asked: AD=%v, %v; want AD and one record", resp.AuthenticatedData, resp.Answer)
+	}
+	if tl := resp.Answer[0].(*dns.TLSA); tl.Usage != 3 || tl.Selector != 1 || tl.MatchingType != 1 || tl.Certificate != "deadbeef" {
+		t.Errorf("TLSA record = %v, want 3 1 1 deadbeef", tl)
+	}
+	if resp := ask("_25._tcp.mx.example", false); resp.AuthenticatedData {
+		t.Error("AD set on an answer to a query that asked for neither AD nor DO")
+	}
+	if resp := ask("_25._tcp.plain.example", true); resp.AuthenticatedData || len(resp.Answer) != 1 {
+		t.Errorf("TLSA at an unmarked name: AD=%v, %v; want no AD and one record", resp.AuthenticatedData, resp.Answer)
+	}
+	s.SetAuthenticated("_25._tcp.mx.example", false)
+	if resp := ask("_25._tcp.mx.example", true); resp.AuthenticatedData {
+		t.Error("AD still set after SetAuthenticated(false)")
+	}
+}
+
+func TestRemove(t *testing.T) {
+	t.Parallel()
+	s := dnstest.New(t)
+	s.AddTXT("example.com", "old")
+	s.AddA("example.com", "192.0.2.1")
+	s.Remove("example.com", dns.TypeTXT)
+	if resp := exchange(t, s.Addr(), "udp", "example.com", dns.TypeTXT); resp.Rcode != dns.RcodeSuccess || len(resp.Answer) != 0 {
+		t.Errorf("TXT after Remove: %s %v, want no data", dns.RcodeToString[resp.Rcode], resp.Answer)
+	}
+	if resp := exchange(t, s.Addr(), "udp", "example.com", dns.TypeA); len(resp.Answer) != 1 {
+		t.Errorf("A after removing TXT: %v, want the A record kept", resp.Answer)
+	}
+	s.Remove("example.com", dns.TypeA)
+	if resp := exchange(t, s.Addr(), "udp", "example.com", dns.TypeA); resp.Rcode != dns.RcodeNameError {
+		t.Errorf("A after removing every record: %s, want NXDOMAIN", dns.RcodeToString[resp.Rcode])
+	}
+}

@@ -1,6 +1,7 @@
 package sending
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,6 +77,21 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 	w.record(ctx, d, dom.Delivery.Mode, res, err)
 }
 
+// tlsDetails is a TLS outcome as the log entry's details.tls:
+// {"version": "TLS1.3" or null, "verified": bool, "policy": "none",
+// "mta-sts" or "dane"}, with "report" when an MTA-STS policy in testing
+// mode would have refused.
+func tlsDetails(o delivery.TLSOutcome) map[string]any {
+	m := map[string]any{"version": nil, "verified": o.Verified, "policy": cmp.Or(o.Policy, delivery.PolicyNone)}
+	if o.Version != "" {
+		m["version"] = o.Version
+	}
+	if o.Report != "" {
+		m["report"] = o.Report
+	}
+	return m
+}
+
 func route(d domain.Domain) delivery.Route {
 	return delivery.Route{Mode: d.Delivery.Mode, Host: d.Delivery.Host, Port: d.Delivery.Port, User: d.Delivery.User,
 		Password: d.Delivery.Password, TLS: d.Delivery.TLS}
@@ -86,12 +102,13 @@ func route(d domain.Domain) delivery.Route {
 func (w *Worker) record(ctx context.Context, d Delivery, transport string, res delivery.Result, err error) {
 	now := w.cfg.Now()
 	if err == nil {
-		w.finish(ctx, d, Outcome{Transport: transport, State: StateDelivered, Code: res.Code, Message: res.Message}, []event.Entry{
+		w.finish(ctx, d, Outcome{Transport: transport, TLS: res.TLS.Label(), State: StateDelivered, Code: res.Code, Message: res.Message}, []event.Entry{
 			deliveryEntry(d, event.Delivered, now, map[string]any{"smtp_code": res.Code, "enhanced_code": res.Enhanced,
-				"smtp_message": res.Message, "mx_host": res.Host, "attempt": d.Attempts, "tls": res.TLS})}, nil)
+				"smtp_message": res.Message, "mx_host": res.Host, "attempt": d.Attempts, "tls": tlsDetails(res.TLS)})}, nil)
 		return
 	}
 	e := delivery.Classify(err)
+	tlsLabel := e.TLS.Label()
 	if e.Code == 0 && e.Err != nil {
 		// The tenant's entry says the class of failure; the addresses and
 		// ports the cause names are the operator's to read.
@@ -99,16 +116,16 @@ func (w *Worker) record(ctx context.Context, d Delivery, transport string, res d
 			"temporary", e.Temporary, "error", e.Err)
 	}
 	details := map[string]any{"smtp_code": e.Code, "enhanced_code": e.Enhanced, "smtp_message": e.Message,
-		"mx_host": e.Host, "stage": e.Stage, "attempt": d.Attempts}
+		"mx_host": e.Host, "stage": e.Stage, "attempt": d.Attempts, "tls": tlsDetails(e.TLS)}
 	if e.Temporary {
 		fail := deliveryEntry(d, event.TemporaryFail, now, details)
 		next, ok := w.cfg.Policy.Next(d.Since(), now, d.Attempts, e.RetryAfter())
 		if !ok {
-			w.finish(ctx, d, Outcome{Transport: transport, State: StateFailed, Code: e.Code, Message: e.Message}, []event.Entry{fail,
+			w.finish(ctx, d, Outcome{Transport: transport, TLS: tlsLabel, State: StateFailed, Code: e.Code, Message: e.Message}, []event.Entry{fail,
 				deliveryEntry(d, event.Failed, now, map[string]any{"reason": "max_age_exceeded", "attempt": d.Attempts})}, nil)
 			return
 		}
-		w.finish(ctx, d, Outcome{Transport: transport, State: StateDeferred, NextAttemptAt: next, Code: e.Code, Message: e.Message}, []event.Entry{fail,
+		w.finish(ctx, d, Outcome{Transport: transport, TLS: tlsLabel, State: StateDeferred, NextAttemptAt: next, Code: e.Code, Message: e.Message}, []event.Entry{fail,
 			deliveryEntry(d, event.Deferred, now, map[string]any{"next_attempt_at": next.UTC().Format(time.RFC3339Nano), "attempt": d.Attempts})}, nil)
 		return
 	}
@@ -121,11 +138,11 @@ func (w *Worker) record(ctx context.Context, d Delivery, transport string, res d
 			src = fmt.Sprintf("bounce:%d", e.Code)
 		}
 		bounce.Source = &src
-		w.finish(ctx, d, Outcome{Transport: transport, State: StateBounced, Code: e.Code, Message: e.Message}, []event.Entry{perm,
+		w.finish(ctx, d, Outcome{Transport: transport, TLS: tlsLabel, State: StateBounced, Code: e.Code, Message: e.Message}, []event.Entry{perm,
 			deliveryEntry(d, event.Bounced, now, details)}, bounce)
 		return
 	}
-	w.finish(ctx, d, Outcome{Transport: transport, State: StateFailed, Code: e.Code, Message: e.Message}, []event.Entry{perm,
+	w.finish(ctx, d, Outcome{Transport: transport, TLS: tlsLabel, State: StateFailed, Code: e.Code, Message: e.Message}, []event.Entry{perm,
 		deliveryEntry(d, event.Failed, now, map[string]any{"reason": "permanent_failure", "attempt": d.Attempts})}, nil)
 }
 
@@ -149,7 +166,7 @@ func (w *Worker) finish(ctx context.Context, d Delivery, o Outcome, entries []ev
 	if transport == "" {
 		transport = "none"
 	}
-	w.cfg.Metrics.outcome(o.State, transport)
+	w.cfg.Metrics.outcome(o.State, transport, cmp.Or(o.TLS, "none"))
 	slotOf(ctx).record() // the next attempt may start while this outcome waits for its commit
 	held, err := w.complete(ctx, Completion{ID: d.ID, Outcome: o, Entries: entries, Bounce: bounce})
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/postline/postline/internal/delivery"
 )
 
 // Metrics are the delivery counters and timings the workers keep. Every
@@ -26,8 +28,10 @@ var transports = []string{"direct", "smtp", "none"}
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "postline_deliveries_total",
-			Help: "Delivery attempts by outcome (delivered, deferred, bounced, failed) and transport (direct, smtp; none before sending)."},
-			[]string{"outcome", "transport"}),
+			Help: "Delivery attempts by outcome (delivered, deferred, bounced, failed), transport (direct, smtp; none before sending) " +
+				"and tls (none: plain text or no session; tls: encrypted, certificate not verified; verified: verified without a policy; " +
+				"mta-sts, dane: verified under that policy)."},
+			[]string{"outcome", "transport", "tls"}),
 		attempt: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "postline_delivery_attempt_seconds",
 			Help:    "Time of one SMTP delivery attempt, connection included, by transport.",
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}}, []string{"transport"}),
@@ -36,7 +40,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	for _, o := range outcomeStates {
 		for _, t := range transports {
-			m.deliveries.WithLabelValues(o, t)
+			for _, l := range delivery.TLSLabels {
+				m.deliveries.WithLabelValues(o, t, l)
+			}
 		}
 	}
 	for _, t := range transports[:2] {
@@ -48,9 +54,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) outcome(state, transport string) {
+func (m *Metrics) outcome(state, transport, tls string) {
 	if m != nil {
-		m.deliveries.WithLabelValues(state, transport).Inc()
+		m.deliveries.WithLabelValues(state, transport, tls).Inc()
 	}
 }
 

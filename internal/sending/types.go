@@ -94,6 +94,9 @@ type Outcome struct {
 	// Transport is how the attempt left (direct, smtp; "" before sending),
 	// for the metrics only.
 	Transport string
+	// TLS is the attempt's delivery.TLSOutcome.Label ("" before
+	// sending: "none"), for the metrics only.
+	TLS string
 }
 
 // EnqueueJob is one Enqueue call's arguments, for EnqueueMany.
