@@ -61,6 +61,18 @@ func (f *flights) add(d int, keys ...string) {
 	}
 }
 
+// forget takes back an add of an attempt that was never counted, waking
+// no one.
+func (f *flights) forget(keys ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range keys {
+		if f.n[k]--; f.n[k] <= 0 {
+			delete(f.n, k)
+		}
+	}
+}
+
 // ended is closed when an attempt in flight next ends.
 func (f *flights) ended() <-chan struct{} {
 	f.mu.Lock()
@@ -140,11 +152,16 @@ func (a *Attempts) Begin(ctx context.Context, login, addr string) (Attempt, erro
 	f := a.inFlight()
 	for {
 		ended := f.ended()
+		// In flight before it is counted: an attempt blocked by this one's
+		// count must find it in flight and wait for it, not give up in the
+		// moment between the count and the registration (one of 40
+		// parallel right keys was refused so on Redis).
+		f.add(1, lk, ak)
 		at, err := a.begin(ctx, login, addr)
+		if !at.counted {
+			f.forget(lk, ak) // it holds no slot: its end frees none, so it wakes no one
+		}
 		if err != nil || !at.Blocked {
-			if at.counted {
-				f.add(1, lk, ak)
-			}
 			return at, err
 		}
 		// Blocked: by failures, or by attempts being checked here whose
