@@ -33,17 +33,14 @@ func TestHTTPConnectionFlood(t *testing.T) {
 	}()
 	r.underAttack(bounds{MaxRSSMiB: 300}, func(ctx context.Context) {
 		for i := 0; i < n && ctx.Err() == nil; i++ {
-			c, err := dialFrom("127.0.0.3", r.addr)
-			if err != nil {
+			c, status, err := keepAlive("127.0.0.3", r.addr)
+			if c == nil {
 				other.Add(1)
 				continue
 			}
 			mu.Lock()
 			conns = append(conns, c)
 			mu.Unlock()
-			c.SetDeadline(time.Now().Add(10 * time.Second))
-			c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
-			status, err := bufio.NewReader(c).ReadString('\n')
 			switch {
 			case strings.HasPrefix(status, "HTTP/1.1 503"):
 				refused.Add(1)
@@ -91,17 +88,15 @@ func TestHTTPIdleFromManyAddresses(t *testing.T) {
 		for a := range addrs {
 			wg.Go(func() {
 				for i := 0; i < 200 && ctx.Err() == nil; i++ {
-					c, err := dialFrom(fmt.Sprintf("127.0.4.%d", 2+a), r.addr)
-					if err != nil {
+					c, status, err := keepAlive(fmt.Sprintf("127.0.4.%d", 2+a), r.addr)
+					if c == nil {
 						other.Add(1)
 						continue
 					}
 					mu.Lock()
 					conns = append(conns, c)
 					mu.Unlock()
-					c.SetDeadline(time.Now().Add(10 * time.Second))
-					c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
-					if status, err := bufio.NewReader(c).ReadString('\n'); err == nil && strings.HasPrefix(status, "HTTP/1.1 200") {
+					if err == nil && strings.HasPrefix(status, "HTTP/1.1 200") {
 						answered.Add(1) // now an idle keep-alive connection
 					} else {
 						other.Add(1)
@@ -131,4 +126,17 @@ func TestHTTPIdleFromManyAddresses(t *testing.T) {
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
+}
+
+// keepAlive connects from src, asks for /healthz and reads the status line,
+// leaving the connection open (an idle keep-alive one when answered); c is
+// nil when the connection failed.
+func keepAlive(src, addr string) (c net.Conn, status string, err error) {
+	if c, err = dialFrom(src, addr); err != nil {
+		return nil, "", err
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
+	status, err = bufio.NewReader(c).ReadString('\n')
+	return c, status, err
 }

@@ -18,14 +18,7 @@ func testSessions(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	s := store.NewSessions(db)
 	accounts := store.NewAccounts(db)
-	alice, err := accounts.CreateAccount(ctx, "alice", now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob, err := accounts.CreateAccount(ctx, "bob", now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	alice, bob := twoAccounts(t, accounts)
 	if err := accounts.SetAdmin(ctx, alice.ID, true); err != nil {
 		t.Fatal(err)
 	}

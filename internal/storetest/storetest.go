@@ -271,3 +271,17 @@ func testInTxPanic(t *testing.T, db *store.DB) {
 		t.Errorf("the panicked transaction's row was kept")
 	}
 }
+
+// twoAccounts creates alice and bob, whose rows must never mix.
+func twoAccounts(t *testing.T, accounts store.Accounts) (alice, bob account.Account) {
+	t.Helper()
+	ctx := context.Background()
+	var err error
+	if alice, err = accounts.CreateAccount(ctx, "alice", now); err != nil {
+		t.Fatal(err)
+	}
+	if bob, err = accounts.CreateAccount(ctx, "bob", now); err != nil {
+		t.Fatal(err)
+	}
+	return alice, bob
+}

@@ -31,14 +31,7 @@ func testValidationJobs(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	s := store.NewValidationJobs(db)
 	accounts := store.NewAccounts(db)
-	alice, err := accounts.CreateAccount(ctx, "alice", now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob, err := accounts.CreateAccount(ctx, "bob", now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	alice, bob := twoAccounts(t, accounts)
 
 	lines := emails("a", 2001) // Items reads 1000 at a time
 	j, err := s.CreateJob(ctx, validation.NewJob{AccountID: alice.ID, Emails: lines, CheckMailbox: true}, now)
