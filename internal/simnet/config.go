@@ -37,12 +37,11 @@ type Config struct {
 	// DiscardData keeps no message bodies (Message.Data is nil), for runs
 	// of a hundred thousand messages.
 	DiscardData bool
-	// Authenticate, when set, marks a DNS name as DNSSEC-validated so that
-	// answers about it carry the AD bit. simnet calls it, for providers with
-	// DANE, on each of their domains (the MX answer), MX host names and
-	// TLSA names. The dnstest of this branch cannot set the AD bit: the hook
-	// is where dnstest's SetAuthenticated is wired once it can, e.g.
-	// func(d *dnstest.Server, name string) { d.SetAuthenticated(name, true) }.
+	// Authenticate marks a DNS name as DNSSEC-validated so that answers
+	// about it carry the AD bit. simnet calls it, for providers with DANE,
+	// on each of their domains (the MX answer), MX host names and TLSA
+	// names. nil means dnstest's SetAuthenticated; a test of an unsigned
+	// zone passes a function that does nothing.
 	Authenticate func(d *dnstest.Server, name string)
 }
 

@@ -80,8 +80,9 @@
 // expired (TLSExpired). An MTA-STS policy server answers
 // GET /.well-known/mta-sts.txt for Host mta-sts.DOMAIN of the provider's
 // domains (404 otherwise) with a certificate for those names. DANE records
-// are plain TLSA records in dnstest; Config.Authenticate is the hook that
-// makes them (and the MX answers) carry the AD bit once dnstest can.
+// are TLSA records in dnstest whose answers, and the domains' MX answers,
+// carry the AD bit (Config.Authenticate, dnstest's SetAuthenticated by
+// default).
 //
 // # Running the server under test
 //
