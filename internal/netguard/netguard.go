@@ -15,11 +15,13 @@ var internalPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("198.51.100.0/24"), // documentation (TEST-NET-2)
 	netip.MustParsePrefix("203.0.113.0/24"),  // documentation (TEST-NET-3)
 	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("192.88.99.0/24"),  // 6to4 relay anycast, deprecated (RFC 7526)
 	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and broadcast
 	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
 	netip.MustParsePrefix("2001::/32"),       // Teredo (embeds an obfuscated IPv4 address)
 	netip.MustParsePrefix("2001:db8::/32"),   // documentation
 	netip.MustParsePrefix("100::/64"),        // discard-only
+	netip.MustParsePrefix("fec0::/10"),       // site-local, deprecated (RFC 3879): a local network if routed
 	netip.MustParsePrefix("::/96"),           // IPv4-compatible (deprecated): ::127.0.0.1 is loopback by another name
 	netip.MustParsePrefix("::ffff:0:0:0/96"), // IPv4-translated (RFC 2765)
 }
