@@ -332,7 +332,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		ln, scheme = tls.NewListener(ln, tc), "https"
 	}
 	api := a.API()
-	srv := httpapi.HTTPServer(ln.Addr().String(), boundDB(api.Handler(), a.Config.DBTimeout), a.Logger)
+	srv := httpapi.HTTPServer(ln.Addr().String(), closeUnreadBodies(boundDB(api.Handler(), a.Config.DBTimeout)), a.Logger)
 	srv.RegisterOnShutdown(api.StopStreams)
 	srv.ConnState = httpConnState
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }

@@ -2,9 +2,11 @@ package app
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/postline/postline/internal/connlimit"
@@ -20,6 +22,18 @@ func (a *App) smtpConns() connlimit.Config {
 	c := a.Config
 	return connlimit.Config{Max: c.SMTPMaxConnections, PerIP: c.SMTPMaxConnectionsPerIP, Evict: true, EvictUntilPromote: true,
 		Timeouts: &connlimit.Timeouts{First: c.SMTPPreAuthTimeout, Idle: c.SMTPCommandTimeout}}
+}
+
+// inboundConns are the inbound listener's bounds: those of every SMTP
+// listener, but any session may make way for a newcomer, not only one
+// before its first accepted recipient: anyone can name a bounce address
+// (each message's envelope sender is one), and 1,000 sessions doing so
+// and then sending NOOPs held the listener, so that bounces stopped being
+// taken (the third outside review).
+func (a *App) inboundConns() connlimit.Config {
+	c := a.smtpConns()
+	c.EvictUntilPromote, c.EvictAlways = false, true
+	return c
 }
 
 // boundHTTP bounds the API's listener, in total and per client address,
@@ -77,4 +91,40 @@ func (a *App) sweepSpool() {
 	if n > 0 {
 		a.Logger.Info("spool: removed files left by an earlier process", "dir", a.Config.SpoolDir(), "files", n)
 	}
+}
+
+// closeUnreadBodies makes a request body no handler read end its
+// connection's wait at once. net/http discards up to 256 KiB of it after
+// the handler, waiting for it as long as ReadTimeout (5 min) with the
+// connection busy, so not evictable: 2,000 requests promising a body they
+// never sent filled the listener and took /readyz down (the third outside
+// review). A past read deadline makes the discard fail, and the
+// connection closes or turns idle.
+func closeUnreadBodies(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			h.ServeHTTP(w, r)
+			return
+		}
+		b := &eofBody{ReadCloser: r.Body}
+		r.Body = b
+		h.ServeHTTP(w, r)
+		if !b.eof.Load() {
+			http.NewResponseController(w).SetReadDeadline(time.Now()) //nolint:errcheck // a hijacked conn is not ours to bound
+		}
+	})
+}
+
+// eofBody notes whether its reader reached the end.
+type eofBody struct {
+	io.ReadCloser
+	eof atomic.Bool
+}
+
+func (b *eofBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof.Store(true)
+	}
+	return n, err
 }

@@ -331,3 +331,64 @@ func TestSMTPTotalBoundClosesTheOldestUnauthenticated(t *testing.T) {
 		}
 	}
 }
+
+// The inbound listener takes mail from anyone: sessions that named a
+// valid bounce address and then only send NOOPs (the third outside review
+// held all 1,000 places so, and bounces stopped being taken) make way for
+// a newcomer, those of the address holding the most first, so another
+// MTA's bounce is still taken.
+func TestInboundBoundClosesSessionsThatHoldPlaces(t *testing.T) {
+	t.Parallel()
+	const max = 4
+	e := startSubmission(t, store.SQLite, func(c *config.Config) {
+		c.SMTPListen = "127.0.0.1:0"
+		c.SMTPMaxConnections, c.SMTPMaxConnectionsPerIP = max, 100
+	})
+	bounce := bounceAddress(t, e)
+	var holders []*smtp.Client
+	for i := range max {
+		c := dialInbound(t, e, "127.0.0.2")
+		defer c.Close()
+		if err := c.Mail(""); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Rcpt(bounce); err != nil {
+			t.Fatalf("holder %d naming the bounce address: %v", i+1, err)
+		}
+		holders = append(holders, c)
+	}
+	mta := dialInbound(t, e, "127.0.0.3")
+	defer mta.Close()
+	dsn := "From: MAILER-DAEMON@mx.rcpt.example.net\r\nTo: " + bounce + "\r\nSubject: Undelivered\r\n\r\nsorry\r\n"
+	if err := submit(mta, "", []string{bounce}, dsn); err != nil {
+		t.Fatalf("another MTA's bounce with every place held by sessions that named a recipient: %v, want taken", err)
+	}
+	if err := holders[0].Noop(); err == nil {
+		t.Error("the oldest holder's session is still open after a newcomer took its place")
+	}
+}
+
+// Requests that promise a body and never send it (the third outside
+// review held all 2,000 places so: net/http waited up to 5 minutes to
+// discard the body, the connections busy and not closable) end their
+// wait when the handler is done: /readyz answers at once with every place
+// taken by them.
+func TestHTTPUnsentBodiesDoNotHoldPlaces(t *testing.T) {
+	t.Parallel()
+	const max = 16
+	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.HTTPMaxConnections = max })
+	u := strings.TrimPrefix(e.URL, "http://")
+	for i := range max {
+		c, err := net.Dial("tcp", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /readyz HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if status, _ := bufio.NewReader(c).ReadString('\n'); !strings.HasPrefix(status, "HTTP/1.1 ") {
+			t.Fatalf("request %d: %q", i+1, status)
+		}
+	}
+	readyWithin(t, e.URL, time.Second)
+}

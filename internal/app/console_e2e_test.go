@@ -688,3 +688,35 @@ func TestConsoleTemplatesAndSchedule(t *testing.T) {
 		t.Errorf("after cancel:\n%s", page)
 	}
 }
+
+// TestConsoleSignInBounded: anyone may post the sign-in form, so it is
+// bounded: past 64 KiB, or multipart (which net/http would keep up to
+// 32 MiB of in memory), it is refused with 400 before anything is checked;
+// the ordinary form still signs in.
+func TestConsoleSignInBounded(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, store.SQLite, nil)
+	alice := env.NewUser("alice")
+	post := func(ct string, body io.Reader) int {
+		req, _ := http.NewRequest("POST", env.URL+"/sign-in", body)
+		req.Header.Set("Content-Type", ct)
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	big := url.Values{"login": {strings.Repeat("a", 100<<10)}, "secret": {"x"}}.Encode()
+	if code := post("application/x-www-form-urlencoded", strings.NewReader(big)); code != 400 {
+		t.Errorf("a 100 KiB sign-in form: %d, want 400", code)
+	}
+	body, ct := multipartForm(t, "", "file", "x.bin", strings.Repeat("x", 2<<20))
+	if code := post(ct, bytes.NewReader(body)); code != 400 {
+		t.Errorf("a multipart sign-in: %d, want 400", code)
+	}
+	form := url.Values{"login": {"alice"}, "secret": {alice.Key}, "next": {"/"}}.Encode()
+	if code := post("application/x-www-form-urlencoded", strings.NewReader(form)); code != 303 {
+		t.Errorf("the ordinary sign-in form: %d, want 303", code)
+	}
+}

@@ -20,12 +20,13 @@ type Config struct {
 	// Timeouts, when set, make the Listener's conns govern their own read
 	// deadlines (see the package comment).
 	Timeouts *Timeouts
-	// Evict, at the total bound, closes the connection evictable longest
-	// to admit a new one instead of refusing it (evict.go); a conn is
-	// evictable from accept until Promote when EvictUntilPromote, and
-	// whenever SetEvictable says so.
+	// Evict, at the total bound, closes an evictable connection to admit
+	// a new one instead of refusing it (evict.go); a conn is evictable
+	// from accept until Promote when EvictUntilPromote, from accept to its
+	// end when EvictAlways, and whenever SetEvictable says so.
 	Evict             bool
 	EvictUntilPromote bool
+	EvictAlways       bool
 	// Name and Logger: refusals are logged at most once a minute per
 	// listener, with their count, so that a flood does not flood the log.
 	Name   string
@@ -60,18 +61,19 @@ type Listener struct {
 	cfg     Config
 	refuseQ chan struct{}
 
-	mu      sync.Mutex
-	open    int
-	perIP   map[netip.Addr]int
-	idle    list.List // evictable conns, longest first
-	refused int       // since the last log line
-	evicted int       // since the last log line
-	logged  time.Time // of the last log line
+	mu    sync.Mutex
+	open  int
+	perIP map[netip.Addr]int
+	// evictable conns by client address, each list longest first
+	evictable map[netip.Addr]*list.List
+	refused   int       // since the last log line
+	evicted   int       // since the last log line
+	logged    time.Time // of the last log line
 }
 
 // New bounds ln.
 func New(ln net.Listener, cfg Config) *Listener {
-	return &Listener{Listener: ln, cfg: cfg, refuseQ: make(chan struct{}, refusing), perIP: map[netip.Addr]int{}}
+	return &Listener{Listener: ln, cfg: cfg, refuseQ: make(chan struct{}, refusing), perIP: map[netip.Addr]int{}, evictable: map[netip.Addr]*list.List{}}
 }
 
 // Accept returns the next connection within the bounds; connections past
@@ -122,8 +124,8 @@ func (l *Listener) admit(c net.Conn, addr netip.Addr) (lc *Conn, r Refusal, vict
 	l.open++
 	l.perIP[key]++
 	lc = l.wrap(c, addr)
-	if l.cfg.Evict && l.cfg.EvictUntilPromote {
-		lc.idleAt = l.idle.PushBack(lc)
+	if l.cfg.Evict && (l.cfg.EvictUntilPromote || l.cfg.EvictAlways) {
+		l.markEvictable(lc)
 	}
 	return lc, Refusal{}, victim
 }

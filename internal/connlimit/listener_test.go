@@ -202,3 +202,43 @@ func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
 }
+
+// TestEvictionSparesTheLoneClient: the victim is the oldest evictable
+// conn of the address holding the most, so a flood from a few addresses
+// closes its own connections and not a lone client's, however old.
+func TestEvictionSparesTheLoneClient(t *testing.T) {
+	t.Parallel()
+	cfg := connlimit.Config{Max: 4, PerIP: 10, Evict: true, EvictAlways: true, Refuse: connlimit.SMTPRefusal(nil)}
+	addr, _ := serve(t, cfg)
+	dial := func(src string) (net.Conn, string) {
+		t.Helper()
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		return c, strings.TrimSpace(line)
+	}
+	lone, _ := dial("127.0.0.2") // the oldest of all
+	var flood []net.Conn
+	for range 3 {
+		c, _ := dial("127.0.0.3")
+		flood = append(flood, c)
+	}
+	for i := range 6 { // each newcomer closes one of the flood's, oldest first
+		if _, got := dial("127.0.0.4"); got != "220 hello" {
+			t.Fatalf("newcomer %d: %q, want 220 hello", i+1, got)
+		}
+	}
+	lone.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if _, err := lone.Read(make([]byte, 1)); !isTimeout(err) {
+		t.Fatalf("the lone client's connection: %v, want still open", err)
+	}
+	flood[0].SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := flood[0].Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("the flood's oldest connection: %v, want closed", err)
+	}
+}
