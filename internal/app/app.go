@@ -493,15 +493,15 @@ func (a *App) probeMetric() func(string) {
 	return func(outcome string) { a.probes.WithLabelValues(outcome).Inc() }
 }
 
-// mxSlots hands mailbox probes delivery's per-destination connection
+// mxSlots hands mailbox probes delivery's per-egress-path connection
 // slots (the validator is built before sending opens: the transport is
 // looked up when a probe needs it).
 type mxSlots struct{ a *App }
 
-func (m mxSlots) MXSlot(ctx context.Context, host string) (func(), error) {
+func (m mxSlots) MXSlot(ctx context.Context, domain string) (func(), error) {
 	t := m.a.transport.Load()
 	if t == nil {
 		return func() {}, nil
 	}
-	return t.MXSlot(ctx, host)
+	return t.MXSlot(ctx, domain)
 }
