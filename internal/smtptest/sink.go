@@ -50,6 +50,11 @@ type Config struct {
 	Domain string
 	// ErrorLog receives go-smtp's connection errors. Default: discarded.
 	ErrorLog *log.Logger
+	// DataDelay, when positive, is how long the sink takes over each
+	// message before it replies to the end of DATA, as a busy server
+	// does: it keeps a client's connections busy, for tests of their
+	// limits.
+	DataDelay time.Duration
 	// OnlyDomains, when set, makes RCPT TO an address at one of these
 	// domains that no Script names answer 550 5.1.1 (a server that is not
 	// a catch-all there); other recipients are accepted as usual.
