@@ -35,6 +35,7 @@ import (
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/sending"
+	"github.com/postline/postline/internal/shaping"
 	"github.com/postline/postline/internal/spool"
 	"github.com/postline/postline/internal/store"
 	"github.com/postline/postline/internal/submission"
@@ -74,8 +75,11 @@ type App struct {
 	probeOnce  sync.Once
 	probes     *prometheus.CounterVec
 	// transport is delivery's, once sending is open: mailbox probes take
-	// its per-destination connection slots.
+	// its per-egress-path connection slots.
 	transport atomic.Pointer[delivery.Transport]
+	// shaping holds the traffic-shaping rules delivery enforces, once
+	// serve started (shaping.go).
+	shaping atomic.Pointer[shaping.Watcher]
 	// Validator is the address validation pipeline.
 	Validator *validation.Validator
 	lists     *validation.FileLists

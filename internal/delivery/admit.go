@@ -208,10 +208,15 @@ func (p *path) waitLocked(now, earliest time.Time, step time.Duration) time.Dura
 	return min(at.Sub(now), maxWait)
 }
 
-// connStep is the time between two connections of p freeing up: how
-// long a delivery holds one, over how many there are.
+// connStep is the time between two deliveries of p starting: how long
+// a delivery holds a connection over how many there are, or the message
+// rate's interval when that is longer.
 func (p *path) connStep() time.Duration {
-	return cmp.Or(p.hold, defaultHold) / time.Duration(max(1, p.lim.conns))
+	step := cmp.Or(p.hold, defaultHold) / time.Duration(max(1, p.lim.conns))
+	if p.msgLim != nil {
+		step = max(step, interval(p.msgLim))
+	}
+	return step
 }
 
 // later returns the later of a and b.

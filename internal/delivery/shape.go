@@ -9,6 +9,10 @@ import (
 
 // Bounds of admission (admit.go).
 const (
+	// defaultConns and defaultIdle are Config.MaxConnsPerDest's and
+	// Config.IdleTimeout's defaults.
+	defaultConns = 4
+	defaultIdle  = 30 * time.Second
 	// defaultFailuresBeforeDelay is KumoMTA's default
 	// consecutive_connection_failures_before_delay.
 	defaultFailuresBeforeDelay = 100
@@ -23,10 +27,11 @@ const (
 	// told to come back instead of holding its worker.
 	maxRateHold = time.Second
 	// minWait and maxWait bound what Admit tells a refused delivery: not
-	// sooner than a worker's next look at the queue, and not so late that
-	// a reload of the rules or a restart (which forgets the schedule)
-	// leaves it waiting for nothing.
-	minWait = time.Second
+	// so soon that giving it back to the queue and claiming it again
+	// (two writes) costs more than the wait saves, and not so late that a
+	// reload of the rules or a restart (which forgets the schedule) leaves
+	// it waiting for nothing.
+	minWait = 100 * time.Millisecond
 	maxWait = time.Hour
 	// waitPatience is how long a delivery admitted with a place in its
 	// path's queue waits for a connection before it is turned away (not
@@ -36,9 +41,22 @@ const (
 	// remembered: its rates and failure count outlive its connections.
 	pathIdleLife = time.Hour
 	// defaultHold is the assumed time a delivery holds a connection
-	// before a path has measured its own.
-	defaultHold = time.Second
+	// before a path has measured its own: on the short side, since
+	// deliveries told to come back too early only ask again, while too
+	// late a schedule idles the path.
+	defaultHold = 100 * time.Millisecond
 )
+
+// DefaultShaping is what direct delivery does where no shaping file sets
+// a key (with Config's defaults): connection_limit 4, idle_timeout 30s,
+// enable_tls OpportunisticInsecure, MTA-STS and DANE on, and KumoMTA's 100
+// for consecutive_connection_failures_before_delay. No rate applies and
+// connections carry any number of messages.
+func DefaultShaping() shaping.Limits {
+	return shaping.Limits{ConnectionLimit: shaping.Limit{N: defaultConns}, IdleTimeout: defaultIdle,
+		EnableTLS: shaping.TLSOpportunisticInsecure, EnableMTASTS: shaping.FlagTrue, EnableDANE: shaping.FlagTrue,
+		ConsecutiveConnectionFailuresBeforeDelay: defaultFailuresBeforeDelay}
+}
 
 // pathLimits are the limits one egress path enforces, from the shaping
 // settings in force with the Transport's defaults for what they leave

@@ -174,8 +174,8 @@ func New(cfg Config) (*Transport, error) {
 	cfg.MXPort = cmp.Or(cfg.MXPort, 25)
 	cfg.DialTimeout = cmp.Or(cfg.DialTimeout, 30*time.Second)
 	cfg.CommandTimeout = cmp.Or(cfg.CommandTimeout, 5*time.Minute)
-	cfg.MaxConnsPerDest = cmp.Or(cfg.MaxConnsPerDest, 4)
-	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, 30*time.Second)
+	cfg.MaxConnsPerDest = cmp.Or(cfg.MaxConnsPerDest, defaultConns)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, defaultIdle)
 	cfg.FailureDelay = cmp.Or(cfg.FailureDelay, defaultFailureDelay)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

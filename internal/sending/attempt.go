@@ -107,11 +107,14 @@ func (a attemptRun) sendEntry() event.Entry {
 
 // release gives a claimed delivery back to the queue, due at next,
 // without counting an attempt or recording anything: it waited for its
-// turn (a rate, a site's limits) and was never tried.
+// turn (a rate, a site's limits) and was never tried. The claim loop
+// looks for it again when it comes due.
 func (w *Worker) release(ctx context.Context, d Delivery, next time.Time) {
 	if err := w.store.Release(ctx, d.ID, w.owner, next); err != nil {
 		w.cfg.Logger.Warn("releasing a delivery that waits for its turn", "delivery", d.ID, "error", err)
+		return
 	}
+	w.alarm.set(next)
 }
 
 // tlsDetails is a TLS outcome as the log entry's details.tls:

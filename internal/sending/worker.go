@@ -65,6 +65,7 @@ type Worker struct {
 	limiter   *ratelimit.Limiter
 	owner     string
 	wakeCh    chan struct{}
+	alarm     alarm // wakes the claim loop when a released delivery comes due
 	sends     *sendCache
 	signers   signerCache
 	heavy     chan struct{}         // attachment processing at once (decoded images, PDFs)
@@ -107,6 +108,7 @@ func NewWorker(cfg WorkerConfig, st Store, events *event.Service, domains *domai
 		owner: host + "/" + hex.EncodeToString(b), wakeCh: make(chan struct{}, 1), sends: newSendCache(st, cfg.Concurrency),
 		heavy: make(chan struct{}, 2)}
 	w.completes = w.newCompleter()
+	w.alarm.wake, w.alarm.now = w.Wake, cfg.Now
 	return w
 }
 
@@ -136,6 +138,7 @@ func (w *Worker) Stop() {
 		return
 	}
 	w.stop()
+	defer w.alarm.stop()
 	done := make(chan struct{})
 	go func() { w.wg.Wait(); close(done) }()
 	select {
