@@ -454,3 +454,38 @@ func waitFor(t testing.TB, cond func() bool, what string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// max_connection_rate spaces new connections: with every message on a
+// connection of its own, no window of a second sees more than the rate.
+func TestConnectionRate(t *testing.T) {
+	t.Parallel()
+	f := shaped(t, smtptest.Config{}, `["default"]
+max_connection_rate = "10/s"
+max_deliveries_per_connection = 1
+connection_limit = 5
+`)
+	f.mx([]string{"mx.example.test"}, "example.test")
+	f.sendAll(t, rcpts(15, "example.test"))
+	if n := f.sessions(); n != 15 {
+		t.Fatalf("%d sessions for 15 messages at one a connection", n)
+	}
+	if most := mostInWindow(f.sink.Messages(), 900*time.Millisecond); most > 10 {
+		t.Errorf("%d connections (one message each) within 900ms, want at most 10 (10/s)", most)
+	}
+}
+
+// An egress path outlives its connections: its message rate does not
+// start over when its last connection closes.
+func TestRateOutlivesConnections(t *testing.T) {
+	t.Parallel()
+	f := shaped(t, smtptest.Config{}, "[\"default\"]\nmax_message_rate = \"1/min\"\nidle_timeout = \"20ms\"\n")
+	f.mx([]string{"mx.example.test"}, "example.test")
+	if _, err := f.send(t, direct, "first@example.test"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return f.sink.Open() == 0 }, "the idle connection to close")
+	tk, wait, err := f.tr.Admit(context.Background(), direct, "second@example.test")
+	if err != nil || tk != nil || wait < 50*time.Second {
+		t.Errorf("Admit after the pool emptied = %v, %v, %v; want a wait of about a minute (1/min)", tk, wait, err)
+	}
+}
