@@ -20,12 +20,13 @@ func (t *Transport) finish(p *path, s *session, reusable bool) {
 
 // park puts a healthy session back: to the first delivery waiting on p,
 // or idle until p's idle_timeout. It is closed with QUIT instead when the
-// Transport is closed, reuse is off, or it has carried
-// max_deliveries_per_connection messages; its place counts until QUIT's
-// reply.
+// Transport is closed, reuse is off, it has carried
+// max_deliveries_per_connection messages, or the path has more
+// connections than its connection_limit (lowered by a reload); its place
+// counts until QUIT's reply.
 func (t *Transport) park(p *path, s *session) {
 	t.mu.Lock()
-	if t.closed || p.lim.idle < 0 || p.lim.perConn > 0 && s.count >= p.lim.perConn {
+	if t.closed || p.lim.idle < 0 || p.lim.perConn > 0 && s.count >= p.lim.perConn || p.open > p.lim.conns {
 		t.mu.Unlock()
 		s.quit()
 		t.release(p, s.provs)

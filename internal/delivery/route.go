@@ -82,9 +82,10 @@ func (t *Transport) mtaSTS(ctx context.Context, domain string, dt DirectTLS) *mt
 	return &p
 }
 
-// mxHosts returns the hosts to try for domain, by preference (ties in the
+// mxHosts returns domain's MX hosts, by preference (ties in the
 // resolver's order), and whether they are the implicit MX (RFC 5321 §5.1:
-// the domain itself, when it has no MX records).
+// the domain itself, when it has no MX records). All of them name the
+// site; the first maxMXHosts are tried.
 func (t *Transport) mxHosts(ctx context.Context, domain string) ([]string, bool, *Error) {
 	mxs, err := t.cfg.Resolver.LookupMX(ctx, domain)
 	switch {
@@ -94,7 +95,7 @@ func (t *Transport) mxHosts(ctx context.Context, domain string) ([]string, bool,
 	case err == nil:
 		var hosts []string
 		for _, mx := range mxs {
-			if mx.Host != "." && mx.Host != "" && len(hosts) < maxMXHosts {
+			if mx.Host != "." && mx.Host != "" { // all name the site; maxMXHosts are tried
 				hosts = append(hosts, mx.Host)
 			}
 		}
