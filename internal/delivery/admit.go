@@ -36,11 +36,6 @@ type Ticket struct {
 	ended    bool
 }
 
-// Site is the egress path's site: the name of the recipient domain's set
-// of MX hosts (shaping.SiteName, or the domain itself under mx_rollup =
-// false), or the relay host.
-func (tk *Ticket) Site() string { return tk.site }
-
 // Admit asks, without waiting, whether a delivery to recipient over r may
 // start now. It resolves the next hop (the recipient domain's MX hosts,
 // which the resolver caches, or the relay), finds the egress path (the

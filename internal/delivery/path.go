@@ -38,6 +38,11 @@ type path struct {
 // provider is the limits every site of one provider shares
 // (provider_connection_limit, provider_max_message_rate), in this
 // process. Guarded by Transport.mu.
+//
+// TODO(issue 29, enforcement): share these two across the processes of a
+// PostgreSQL database, as the issue asks (connection leases and a shared
+// rate counter through the store); until then they hold per process,
+// which the README says.
 type provider struct {
 	name    string
 	limit   int // 0: none
