@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/postline/postline/internal/app"
+	"github.com/postline/postline/internal/delivery"
 	"github.com/postline/postline/internal/dnsclient"
 	"github.com/postline/postline/internal/shaping"
 )
@@ -18,7 +20,8 @@ func shapingCommands() *cmd {
 			summary: "print a destination domain's site, provider, effective limits and automation rules",
 			help: "Reads the same settings as `serve` (--shaping-file, --dns-server) and resolves DOMAIN's MX hosts;\n" +
 				"it opens no database, so it runs beside a running server. Limits are printed one a line as\n" +
-				"KEY = VALUE with KumoMTA's key names; keys no file sets are left out (Postline's defaults apply).",
+				"KEY = VALUE with KumoMTA's key names, as serve enforces them: a key no file sets shows\n" +
+				"Postline's default, marked \"# default\" (keys without one, such as rates, are left out).",
 			setup: setupShapingShow, minArgs: 1, maxArgs: 1},
 	}}
 }
@@ -30,15 +33,14 @@ func setupShapingShow(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		lookup := mxLookup(resolver)
-		rules, err := shaping.Load(x.cfg.ShapingFiles...)
+		lookup := app.MXLookup(resolver)
+		// The rules as serve loads them (files, sites, warnings).
+		w, err := app.NewShapingWatcher(ctx, x.cfg, resolver,
+			slog.New(slog.NewTextHandler(x.stderr, &slog.HandlerOptions{ReplaceAttr: dropTime})))
 		if err != nil {
 			return err
 		}
-		if len(rules.RollupDomains()) > 0 {
-			rules = rules.ResolveSites(ctx, lookup)
-		}
-		rules.LogWarnings(slog.New(slog.NewTextHandler(x.stderr, &slog.HandlerOptions{ReplaceAttr: dropTime})))
+		rules := w.Rules()
 		domain := strings.ToLower(strings.TrimSuffix(x.args[0], "."))
 		hosts, err := lookup(ctx, domain)
 		if err != nil {
@@ -78,8 +80,18 @@ func printShaping(w io.Writer, rules *shaping.Rules, hosts []string, s shaping.S
 		fmt.Fprintf(w, "source = %s\n", s.Source)
 	}
 	fmt.Fprintf(w, "mx_rollup = %t\n", s.MXRollup)
+	set := map[string]bool{}
 	for _, kv := range s.KeyValues() {
-		fmt.Fprintf(w, "%s = %s\n", kv.Key, kv.Value)
+		set[kv.Key] = true
+	}
+	// What serve enforces: the files' values, and delivery's own where
+	// they set none.
+	for _, kv := range delivery.DefaultShaping().With(s.Limits).KeyValues() {
+		note := ""
+		if !set[kv.Key] {
+			note = "  # default"
+		}
+		fmt.Fprintf(w, "%s = %s%s\n", kv.Key, kv.Value, note)
 	}
 	for _, pl := range s.ProviderLimits {
 		whose := ""
@@ -114,26 +126,4 @@ func dropTime(groups []string, a slog.Attr) slog.Attr {
 // none can be in force.
 func actionsInForce(context.Context, *inv, shaping.Settings) ([]string, error) {
 	return nil, nil
-}
-
-// mxLookup adapts the resolver to what shaping needs: a domain's MX host
-// names, as direct delivery would try them (the domain itself when it has
-// no MX records, RFC 5321 §5.1; none for a null MX, RFC 7505).
-func mxLookup(r *dnsclient.Resolver) shaping.MXLookup {
-	return func(ctx context.Context, domain string) ([]string, error) {
-		mxs, err := r.LookupMX(ctx, domain)
-		switch {
-		case dnsclient.IsNoData(err):
-			return []string{domain}, nil
-		case err != nil:
-			return nil, err
-		}
-		var hosts []string
-		for _, mx := range mxs {
-			if mx.Host != "." && mx.Host != "" {
-				hosts = append(hosts, mx.Host)
-			}
-		}
-		return hosts, nil
-	}
 }

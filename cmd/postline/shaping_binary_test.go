@@ -93,6 +93,9 @@ func TestShapingShowThroughTheBinary(t *testing.T) {
 		"max_deliveries_per_connection = 20\n" +
 		"idle_timeout = 30s\n" +
 		"enable_tls = Required\n" +
+		"enable_mta_sts = true  # default\n" +
+		"enable_dane = true  # default\n" +
+		"consecutive_connection_failures_before_delay = 100  # default\n" +
 		"provider_connection_limit = local:5\n" +
 		"automation = Suspend for 2h when a reply matches /421 4\\.7\\.28/  # \"big.example\", " + file + ":15\n"
 	if out != want {
@@ -121,7 +124,8 @@ func TestShapingShowThroughTheBinary(t *testing.T) {
 		t.Errorf("built-in rules for a Google-hosted domain: exit %d\n%s", code, out)
 	}
 	code, out, _ = runBinary(t, env, "shaping", "show", "plain.example")
-	if code != 0 || !strings.Contains(out, "site = plain.example\nprovider = (none)\n") {
+	if code != 0 || !strings.Contains(out, "site = plain.example\nprovider = (none)\n") ||
+		!strings.Contains(out, "\nconnection_limit = 4  # default\nidle_timeout = 30s  # default\nenable_tls = OpportunisticInsecure  # default\n") {
 		t.Errorf("a domain without MX: exit %d\n%s", code, out)
 	}
 

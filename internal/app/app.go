@@ -35,6 +35,7 @@ import (
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/sending"
+	"github.com/postline/postline/internal/shaping"
 	"github.com/postline/postline/internal/spool"
 	"github.com/postline/postline/internal/store"
 	"github.com/postline/postline/internal/submission"
@@ -74,8 +75,11 @@ type App struct {
 	probeOnce  sync.Once
 	probes     *prometheus.CounterVec
 	// transport is delivery's, once sending is open: mailbox probes take
-	// its per-destination connection slots.
+	// its per-egress-path connection slots.
 	transport atomic.Pointer[delivery.Transport]
+	// shaping holds the traffic-shaping rules delivery enforces, once
+	// serve started (shaping.go).
+	shaping atomic.Pointer[shaping.Watcher]
 	// Validator is the address validation pipeline.
 	Validator *validation.Validator
 	lists     *validation.FileLists
@@ -493,15 +497,15 @@ func (a *App) probeMetric() func(string) {
 	return func(outcome string) { a.probes.WithLabelValues(outcome).Inc() }
 }
 
-// mxSlots hands mailbox probes delivery's per-destination connection
+// mxSlots hands mailbox probes delivery's per-egress-path connection
 // slots (the validator is built before sending opens: the transport is
 // looked up when a probe needs it).
 type mxSlots struct{ a *App }
 
-func (m mxSlots) MXSlot(ctx context.Context, host string) (func(), error) {
+func (m mxSlots) MXSlot(ctx context.Context, domain string) (func(), error) {
 	t := m.a.transport.Load()
 	if t == nil {
 		return func() {}, nil
 	}
-	return t.MXSlot(ctx, host)
+	return t.MXSlot(ctx, domain)
 }

@@ -38,6 +38,7 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 		RootCAs:                 a.opts.RootCAs,
 		MTASTS:                  sts,
 		Logger:                  a.Logger,
+		Shaping:                 a.shapingRules,
 	})
 	if err != nil {
 		return err
@@ -66,8 +67,13 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 	return nil
 }
 
-// StartWorkers starts delivering queued mail until ctx ends or Close.
+// StartWorkers puts the shaping rules in force and starts delivering
+// queued mail until ctx ends or Close. A shaping file that does not load
+// is an error.
 func (a *App) StartWorkers(ctx context.Context) error {
+	if err := a.startShaping(ctx); err != nil {
+		return err
+	}
 	if err := a.Worker.Start(ctx); err != nil {
 		return err
 	}

@@ -105,10 +105,10 @@
 //
 // # Errors
 //
-// Send returns only *Error values; Classify turns any error into one (a
-// non-nil err never gives nil). Code is set only when a server replied.
-// Message never names the addresses and ports of a network error (it
-// reaches tenants); Err keeps them for the operator.
+// Send, SendTicket and Admit return only *Error values; Classify turns
+// any error into one (a non-nil err never gives nil). Code is set only
+// when a server replied. Message never names the addresses and ports of
+// a network error (it reaches tenants); Err keeps them for the operator.
 //
 //	cause                                   Code  Enhanced  verdict    Stage
 //	4xx reply ("450 4.2.0 greylisted")      450   4.2.0     temporary  rcpt
@@ -133,6 +133,10 @@
 //	MX at non-public addresses only         0     5.4.4     permanent  connect
 //	bare CR or NUL in the message           0     5.6.0     permanent  data
 //	invalid Route                           0     5.3.5     permanent  connect
+//	site backed off after consecutive       0     4.4.1     temporary  connect
+//	  failed connections (Admit)
+//	no connection free in time (Wait set:   0     4.4.5     temporary  connect
+//	  not an attempt)
 //	ctx canceled or past its deadline       0     4.4.7     temporary  any
 //	Transport closed (ErrClosed)            0     4.3.2     temporary  connect
 //	anything else                           0     4.0.0     temporary  any
@@ -141,24 +145,87 @@
 // suppress) from other permanent failures; Error.RetryAfter reads a delay
 // hint ("try again in 5 minutes") from the reply text.
 //
+// # Egress paths
+//
+// Connections are pooled per egress path: one site through one egress
+// source, or one relay. A site is the set of a recipient domain's MX hosts
+// (named as shaping.SiteName does), so every domain hosted at the same MX
+// hosts shares one path; a domain whose shaping section says mx_rollup =
+// false is a site of its own. The source is Route.Source ("" until egress
+// pools exist; it names the path, no address is bound yet). A relay's path
+// is its host, port, TLS mode and credentials. A path's connections go to
+// any MX host of its site, dialled by preference as above.
+//
+// Config.Shaping gives the traffic-shaping rules (package shaping). Each
+// admission reads the settings in force for the recipient's domain, its MX
+// hosts and the source (Rules.For), so a reloaded file applies to the next
+// delivery; a relay takes the settings of its host name. Each path
+// enforces, in this process (DefaultShaping lists the defaults):
+//
+//   - connection_limit (default Config.MaxConnsPerDest, 4): connections
+//     busy, idle or being dialled. A connection counts until the reply to
+//     its QUIT arrives or it is closed.
+//   - max_connection_rate: new connections, and max_message_rate: message
+//     starts. Both are spaced evenly (a burst of 1 unless the rate says
+//     max_burst), so no window of the rate's period holds more than its
+//     count.
+//   - max_deliveries_per_connection: after that many messages a
+//     connection is closed with QUIT instead of going back to the pool.
+//   - idle_timeout (default Config.IdleTimeout, 30s): how long an unused
+//     connection is kept.
+//   - consecutive_connection_failures_before_delay (default 100, as
+//     KumoMTA's): after that many deliveries in a row that could open no
+//     connection to any host of the site, the path dials nothing for
+//     Config.FailureDelay (1m): Admit fails its deliveries at once,
+//     temporary, 4.4.1 "no answer from any host", and the queue defers
+//     each on its own retry schedule, as KumoMTA does with its ready
+//     queue. An opened connection ends the count.
+//   - enable_tls, enable_mta_sts, enable_dane: the route's DirectTLS where
+//     it sets nothing (see TLS policy).
+//
+// provider_connection_limit and provider_max_message_rate bound every
+// path of a provider together, in this process. A path, with its rates
+// and its count of failures, outlives its connections, so an emptied pool
+// does not start a rate over; it is forgotten an hour after its last use.
+//
+// # Admission
+//
+// Admit asks, without waiting, whether a delivery may start now. It
+// resolves the next hop (MX lookups go through the resolver's cache),
+// books the message's start under the rates (at most a second ahead) and
+// takes a connection: an idle one, a free slot, or one of connection_limit
+// places in the path's queue, whose deliveries are handed connections in
+// order as others finish with them. It returns a Ticket for SendTicket
+// (Release gives an unused one back), or how long to wait: nothing was
+// attempted, so the caller puts the delivery back in its queue without
+// counting an attempt. Deliveries turned away one after another get later
+// and later times, a path's pace apart (the rate's interval, or how long a
+// delivery holds a connection over connection_limit), between 100ms and an
+// hour, so that they come back spread out rather than together. A
+// delivery holding a place in the queue waits at most 15s for its
+// connection; then SendTicket returns an Error with Wait set, again not an
+// attempt. A worker is thus never held by a path at its limits longer
+// than that, and one throttled site cannot starve the others.
+//
+// Send admits and sends in one call, waiting for its turn as long as its
+// ctx allows.
+//
 // # Connection reuse and bounds
 //
-// Connections are pooled per destination: the relay's host, port, TLS mode
-// and credentials, or the MX host and port (so domains sharing an MX share
-// its connections). After a delivered message the connection goes back to
-// the pool as is (the end of DATA resets the transaction, RFC 5321
-// §4.1.1.4); after a refused MAIL, RCPT or DATA it goes back only if RSET
-// succeeds; after any other error it is closed, never reused. Idle
-// connections are closed (with QUIT) after Config.IdleTimeout. A reused
-// connection is not probed with NOOP, which would cost a round trip per
-// message; instead, if MAIL fails on it with a network error or a 421 (the
-// server timed it out or limits messages per connection), the message is
-// retried once on a new connection, which is safe since nothing was
-// accepted yet.
+// After a delivered message the connection goes back to the path (to the
+// first delivery waiting for one, else idle) as is (the end of DATA resets
+// the transaction, RFC 5321 §4.1.1.4); after a refused MAIL, RCPT or DATA
+// it goes back only if RSET succeeds; after any other error it is closed,
+// never reused. Idle connections are closed (with QUIT) after the path's
+// idle_timeout. A reused connection is not probed with NOOP, which would
+// cost a round trip per message; instead, if MAIL fails on it with a
+// network error or a 421 (the server timed it out or limits messages per
+// connection), a new connection is opened in its place, which is safe
+// since nothing was accepted yet. A connection opened for another domain
+// of the site is reused only under the same TLS requirements (see TLS
+// policy).
 //
-// At most Config.MaxConnsPerDest connections, busy or idle, are open per
-// destination; Send waits for an idle connection or a free slot, or until
-// its ctx ends. Every step is bounded: DialTimeout per connect,
-// CommandTimeout per command, handshake and read or write of the message,
-// and the ctx given to Send, whose end aborts the I/O in progress at once.
+// Every step is bounded: DialTimeout per connect, CommandTimeout per
+// command, handshake and read or write of the message, and the ctx given
+// to Send or SendTicket, whose end aborts the I/O in progress at once.
 package delivery

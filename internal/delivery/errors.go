@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/emersion/go-smtp"
 	"github.com/postline/postline/internal/dnsclient"
@@ -58,6 +59,11 @@ type Error struct {
 	// or, when none was opened, no version under the policy that applied.
 	// The zero value (Policy "") when the attempt never reached a host.
 	TLS TLSOutcome
+	// Wait, when positive, says nothing was attempted: the delivery waited
+	// its turn for a connection of its egress path in vain (the path was
+	// busy at its limits). Ask Admit again after Wait; it is not an
+	// attempt and not a failure.
+	Wait time.Duration
 }
 
 // Error formats as "delivery: rcpt mx.example.com: 550 5.1.1 no such user

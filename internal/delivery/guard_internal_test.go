@@ -62,7 +62,7 @@ func TestMXDialerRefusesLoopback(t *testing.T) {
 	}
 	defer tr.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
-	tg := target{host: "mx.example.test", port: port, mx: true, key: mxKey("mx.example.test", port)}
+	tg := target{host: "mx.example.test", port: port, mx: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, e := tr.dial(ctx, tg, netip.MustParseAddr("127.0.0.1"), false)

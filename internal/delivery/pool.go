@@ -2,138 +2,154 @@ package delivery
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
-// dest is the connections to one destination (pool key): how many are open
-// and which of them are idle. Guarded by Transport.mu.
-type dest struct {
-	idle []*session    // most recently used last
-	open int           // idle + busy + being dialled; at most MaxConnsPerDest
-	wake chan struct{} // closed (and replaced) when a slot or idle session frees up
-}
-
-// acquire returns an idle session for key, or nil with a connection slot
-// reserved for the caller to dial into (give it back with release if the
-// dial fails). It waits while the destination is at MaxConnsPerDest.
-func (t *Transport) acquire(ctx context.Context, key string) (*session, error) {
-	return t.take(ctx, key, true)
-}
-
-// take is acquire; with idleOK false it only reserves a slot.
-func (t *Transport) take(ctx context.Context, key string, idleOK bool) (*session, error) {
-	for {
-		t.mu.Lock()
-		if t.closed {
-			t.mu.Unlock()
-			return nil, ErrClosed
-		}
-		d := t.dests[key]
-		if d == nil {
-			d = &dest{wake: make(chan struct{})}
-			t.dests[key] = d
-		}
-		if n := len(d.idle); idleOK && n > 0 {
-			s := d.idle[n-1]
-			d.idle[n-1] = nil
-			d.idle = d.idle[:n-1]
-			s.timer.Stop() // if it already fired, expire finds s gone
-			t.mu.Unlock()
-			return s, nil
-		}
-		if d.open < t.cfg.MaxConnsPerDest {
-			d.open++
-			t.mu.Unlock()
-			return nil, nil
-		}
-		wake := d.wake
-		t.mu.Unlock()
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// release gives back the slot of a session that was closed or never
-// opened.
-func (t *Transport) release(key string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if d := t.dests[key]; d != nil {
-		d.open--
-		t.wakeLocked(key, d)
-	}
-}
-
-// finish ends a Send's use of s: back to the idle pool if reusable and the
-// pool is open, else closed (with QUIT if it is still healthy).
-func (t *Transport) finish(key string, s *session, reusable bool) {
+// finish ends a delivery's use of s: back to the pool (to the next
+// delivery waiting on the path, or idle) if reusable, else closed at once.
+func (t *Transport) finish(p *path, s *session, reusable bool) {
+	s.count++
 	if !reusable {
 		s.abort()
-		t.release(key)
+		t.release(p, s.provs)
 		return
 	}
+	t.park(p, s)
+}
+
+// park puts a healthy session back: to the first delivery waiting on p,
+// or idle until p's idle_timeout. It is closed with QUIT instead when the
+// Transport is closed, reuse is off, it has carried
+// max_deliveries_per_connection messages, or the path has more
+// connections than its connection_limit (lowered by a reload); its place
+// counts until QUIT's reply.
+func (t *Transport) park(p *path, s *session) {
 	t.mu.Lock()
-	d := t.dests[key]
-	if t.closed || t.cfg.IdleTimeout < 0 || d == nil {
+	if t.closed || p.lim.idle < 0 || p.lim.perConn > 0 && s.count >= p.lim.perConn || p.open > p.lim.conns {
 		t.mu.Unlock()
 		s.quit()
-		t.release(key)
+		t.release(p, s.provs)
 		return
 	}
-	d.idle = append(d.idle, s)
-	if s.timer == nil {
-		s.timer = time.AfterFunc(t.cfg.IdleTimeout, func() { t.expire(key, s) })
-	} else {
-		s.timer.Reset(t.cfg.IdleTimeout)
+	p.used = time.Now()
+	if len(p.queue) > 0 {
+		w := p.queue[0]
+		p.queue[0] = nil
+		p.queue = p.queue[1:]
+		w.ch <- grant{s: s, provs: s.provs}
+		t.mu.Unlock()
+		return
 	}
-	t.wakeLocked(key, d)
+	p.idle = append(p.idle, s)
+	if s.timer == nil {
+		s.timer = time.AfterFunc(p.lim.idle, func() { t.expire(p, s) })
+	} else {
+		s.timer.Reset(p.lim.idle)
+	}
 	t.mu.Unlock()
 }
 
-// expire closes s if it is still idle when its IdleTimeout ends.
-func (t *Transport) expire(key string, s *session) {
+// expire closes s if it is still idle when its idle timeout ends.
+func (t *Transport) expire(p *path, s *session) {
 	t.mu.Lock()
-	d := t.dests[key]
 	found := false
-	if d != nil {
-		for i, x := range d.idle {
-			if x == s {
-				d.idle = append(d.idle[:i], d.idle[i+1:]...)
-				d.open--
-				t.wakeLocked(key, d)
-				found = true
-				break
-			}
+	for i, x := range p.idle {
+		if x == s {
+			p.idle = append(p.idle[:i], p.idle[i+1:]...)
+			found = true
+			break
 		}
 	}
 	t.mu.Unlock()
 	if found {
 		s.quit()
+		t.release(p, s.provs)
 	}
 }
 
-// wakeLocked wakes the Sends waiting on d, and forgets d when it holds no
-// connections (a waiter looks the key up again when woken). t.mu is held.
-func (t *Transport) wakeLocked(key string, d *dest) {
-	close(d.wake)
-	d.wake = make(chan struct{})
-	if d.open <= 0 && len(d.idle) == 0 {
-		delete(t.dests, key)
+// Close closes the idle connections (with QUIT) and makes later Sends and
+// Admits fail with ErrClosed, as do deliveries waiting for a connection.
+// Sends in progress finish; their connections are then closed rather than
+// kept.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
 	}
+	t.closed = true
+	close(t.closing)
+	type idleSession struct {
+		p *path
+		s *session
+	}
+	var idle []idleSession
+	for _, p := range t.paths {
+		for _, s := range p.idle {
+			s.timer.Stop()
+			idle = append(idle, idleSession{p, s})
+		}
+		p.idle = nil
+		if p.retry != nil {
+			p.retry.Stop()
+			p.retry = nil
+		}
+	}
+	t.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, x := range idle {
+		wg.Go(func() {
+			x.s.quit()
+			t.release(x.p, x.s.provs)
+		})
+	}
+	wg.Wait()
+	return nil
 }
 
-// MXSlot reserves one of the connections to the MX host (on the MX port)
-// that delivery counts against MaxConnsPerDest, for another conversation
-// with the same server (the validator's mailbox probe), so that the two
-// together never open more connections to a server than delivery's bound.
-// It waits while the destination is full; release gives the slot back.
-func (t *Transport) MXSlot(ctx context.Context, host string) (release func(), err error) {
-	key := mxKey(host, t.cfg.MXPort)
-	if _, err := t.take(ctx, key, false); err != nil {
-		return nil, err
+// MXSlot reserves one of the connections of the egress path to domain's
+// MX hosts that delivery counts against connection_limit (and the
+// providers' limits), for another conversation with the same servers (the
+// validator's mailbox probe), so that the two together never open more
+// connections to a site than delivery's bound. It waits while the path is
+// full (an idle delivery connection is closed to make room); release
+// gives the slot back.
+func (t *Transport) MXSlot(ctx context.Context, domain string) (release func(), err error) {
+	tk, e := t.prepare(ctx, Route{Mode: ModeDirect}, "postmaster@"+domain)
+	if e != nil {
+		return nil, e
 	}
-	return func() { t.release(key) }, nil
+	tk.blocking = true
+	now := time.Now()
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, t.fail(ctx, ErrClosed, StageConnect, "")
+	}
+	p := t.pathLocked(tk, now)
+	tk.p = p
+	if len(p.queue) == 0 {
+		if g, ok := t.takeLocked(p, now); ok {
+			tk.g = &g
+		}
+	}
+	if tk.g == nil {
+		tk.w = &waiter{ch: make(chan grant, 1)}
+		p.queue = append(p.queue, tk.w)
+	}
+	t.mu.Unlock()
+	g, e := t.connection(ctx, tk)
+	if e != nil {
+		return nil, e
+	}
+	if g.s != nil {
+		g.s.quit() // its place is the probe's now
+		g = grant{provs: g.s.provs, dialAt: time.Now()}
+	}
+	if e := t.sleepUntil(ctx, g.dialAt); e != nil {
+		t.release(p, g.provs)
+		return nil, e
+	}
+	return sync.OnceFunc(func() { t.release(p, g.provs) }), nil
 }

@@ -180,15 +180,19 @@ func TestClose(t *testing.T) {
 	}
 }
 
-// A probe's MXSlot counts against the host's connection bound like a
-// delivery's connection: with the bound taken, another waits until one
-// is released.
+// A probe's MXSlot counts against its domain's site's connection bound
+// like a delivery's connection: with the bound taken, another waits until
+// one is released, and a domain at the same MX hosts shares the bound.
 func TestMXSlotSharesTheBound(t *testing.T) {
 	t.Parallel()
 	f := setup(t, smtptest.Config{}, func(c *delivery.Config) { c.MaxConnsPerDest = 2 })
+	for _, d := range []string{"example.net", "alias.example"} {
+		f.dns.AddMX(d, 10, "mx.example.net")
+	}
+	f.dns.AddMX("other.example", 10, "mx.other.example")
 	var releases []func()
-	for i := 0; i < 2; i++ {
-		r, err := f.tr.MXSlot(context.Background(), "mx.example.net")
+	for _, d := range []string{"example.net", "alias.example"} {
+		r, err := f.tr.MXSlot(context.Background(), d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,17 +200,17 @@ func TestMXSlotSharesTheBound(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if _, err := f.tr.MXSlot(ctx, "mx.example.net"); err == nil {
+	if _, err := f.tr.MXSlot(ctx, "example.net"); err == nil {
 		t.Fatal("a third slot past a bound of 2")
 	}
-	if r, err := f.tr.MXSlot(context.Background(), "mx.other.example"); err != nil {
-		t.Fatalf("another host is not bounded by this one: %v", err)
+	if r, err := f.tr.MXSlot(context.Background(), "other.example"); err != nil {
+		t.Fatalf("another site is not bounded by this one: %v", err)
 	} else {
 		r()
 	}
 	got := make(chan error, 1)
 	go func() {
-		_, err := f.tr.MXSlot(context.Background(), "mx.example.net")
+		_, err := f.tr.MXSlot(context.Background(), "example.net")
 		got <- err
 	}()
 	releases[0]()

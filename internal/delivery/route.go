@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/postline/postline/internal/dnsclient"
 	"github.com/postline/postline/internal/mtasts"
@@ -22,8 +21,8 @@ const (
 	maxAddrs   = 4 // addresses tried per host
 )
 
-// sendRelay delivers through the route's relay.
-func (t *Transport) sendRelay(ctx context.Context, r Route, env Envelope, msg []byte) (Result, *Error) {
+// relayRoute checks a relay route and fills in its defaults.
+func relayRoute(r Route) (Route, *Error) {
 	r.Host = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(r.Host)), ".")
 	if r.TLS == "" {
 		r.TLS = TLSStartTLS
@@ -36,80 +35,38 @@ func (t *Transport) sendRelay(ctx context.Context, r Route, env Envelope, msg []
 	}
 	switch {
 	case r.Host == "" || strings.ContainsAny(r.Host, " /:@\r\n") && !isIP(r.Host):
-		return Result{}, configError("relay host %q is not a host name or IP address", r.Host)
+		return r, configError("relay host %q is not a host name or IP address", r.Host)
 	case r.Port < 1 || r.Port > 65535:
-		return Result{}, configError("relay port %d is not a port", r.Port)
+		return r, configError("relay port %d is not a port", r.Port)
 	case r.TLS != TLSNone && r.TLS != TLSStartTLS && r.TLS != TLSImplicit:
-		return Result{}, configError("relay TLS mode %q is not none, starttls or tls", r.TLS)
+		return r, configError("relay TLS mode %q is not none, starttls or tls", r.TLS)
 	}
-	tg := target{host: r.Host, port: r.Port, relay: r,
-		key: "relay\x00" + net.JoinHostPort(r.Host, strconv.Itoa(r.Port)) + "\x00" + r.TLS + "\x00" + r.User + "\x00" + r.Password}
-	if ip, err := netip.ParseAddr(r.Host); err == nil {
-		tg.addrs = []netip.Addr{ip.Unmap()}
-	}
-	return t.deliver(ctx, tg, env, msg)
+	return r, nil
 }
 
-// sendDirect delivers to the MX hosts of the recipient's domain, in order
-// of preference, moving to the next host when one cannot be reached or
-// refuses the session (connect, tls and dns stages). A refusal of the
-// message or recipient ends the attempt. When every host failed, the error
-// is the most preferred temporary one if any (a backup MX refusing must not
-// bounce mail the primary would take later), else the last one.
-func (t *Transport) sendDirect(ctx context.Context, dt DirectTLS, env Envelope, msg []byte) (Result, *Error) {
-	domain := strings.ToLower(env.To[strings.LastIndexByte(env.To, '@')+1:])
-	if strings.HasPrefix(domain, "[") {
-		return Result{}, &Error{Enhanced: "5.1.2", Stage: StageDNS,
-			Message: fmt.Sprintf("address literal %s is not supported for direct delivery", domain)}
+// relayKey names a relay's egress path: its connections are shared only
+// by routes with the same host, port, TLS mode and credentials.
+func relayKey(r Route) string {
+	return "relay\x00" + net.JoinHostPort(r.Host, strconv.Itoa(r.Port)) + "\x00" + r.TLS + "\x00" + r.User + "\x00" + r.Password
+}
+
+// target is the next hop host of tk: the relay, or the MX host h with
+// the TLS plan for it (an error when the policy excludes h).
+func (t *Transport) target(ctx context.Context, tk *Ticket, h string, sts func() *mtasts.Policy) (target, *Error) {
+	if tk.route.Mode != ModeDirect {
+		tg := target{host: tk.route.Host, port: tk.route.Port, relay: tk.route}
+		if ip, err := netip.ParseAddr(tg.host); err == nil {
+			tg.addrs = []netip.Addr{ip.Unmap()}
+		}
+		return tg, nil
 	}
-	if err := dt.Check(); err != nil {
-		return Result{}, configError("%s", strings.TrimPrefix(err.Error(), "delivery: "))
+	tg := target{host: h, port: t.cfg.MXPort, mx: true}
+	if ip, err := netip.ParseAddr(h); err == nil {
+		tg.addrs = []netip.Addr{ip.Unmap()} // an MX naming an IP, against RFC 5321 but seen
 	}
-	hosts, implicit, e := t.mxHosts(ctx, domain)
-	if e != nil {
-		return Result{}, e
-	}
-	// Asked only for a host without DANE, and once per attempt.
-	sts := sync.OnceValue(func() *mtasts.Policy { return t.mtaSTS(ctx, domain, dt) })
-	var firstTemp, last *Error
-	for _, h := range hosts {
-		tg := target{host: h, port: t.cfg.MXPort, mx: true,
-			key: mxKey(h, t.cfg.MXPort)}
-		if ip, err := netip.ParseAddr(h); err == nil {
-			tg.addrs = []netip.Addr{ip.Unmap()} // an MX naming an IP, against RFC 5321 but seen
-		}
-		var res Result
-		if tg.plan, e = t.planTLS(ctx, domain, h, dt, sts); e == nil {
-			res, e = t.deliver(ctx, tg, env, msg)
-		}
-		if e == nil {
-			if res.TLS.Report != "" {
-				t.cfg.Logger.Warn("delivered where an MTA-STS policy in enforce mode would refuse", "domain", domain,
-					"host", h, "report", res.TLS.Report)
-			}
-			return res, nil
-		}
-		if implicit && e.Stage == StageDNS && !e.Temporary {
-			e.Enhanced = "5.1.2"
-			e.Message = fmt.Sprintf("domain %s has no MX and no address records: %s", domain, e.Message)
-		}
-		switch e.Stage {
-		case StageConnect, StageTLS, StageDNS:
-		default:
-			return Result{}, e
-		}
-		if ctx.Err() != nil {
-			return Result{}, e
-		}
-		if e.Temporary && firstTemp == nil {
-			firstTemp = e
-		}
-		last = e
-	}
-	if firstTemp != nil {
-		return Result{}, firstTemp
-	}
-	return Result{}, last
+	var e *Error
+	tg.plan, e = t.planTLS(ctx, tk.domain, h, tk.dt, sts)
+	return tg, e
 }
 
 // mtaSTS returns domain's MTA-STS policy, nil when it has none or MTA-STS
@@ -125,9 +82,10 @@ func (t *Transport) mtaSTS(ctx context.Context, domain string, dt DirectTLS) *mt
 	return &p
 }
 
-// mxHosts returns the hosts to try for domain, by preference (ties in the
+// mxHosts returns domain's MX hosts, by preference (ties in the
 // resolver's order), and whether they are the implicit MX (RFC 5321 §5.1:
-// the domain itself, when it has no MX records).
+// the domain itself, when it has no MX records). All of them name the
+// site; the first maxMXHosts are tried.
 func (t *Transport) mxHosts(ctx context.Context, domain string) ([]string, bool, *Error) {
 	mxs, err := t.cfg.Resolver.LookupMX(ctx, domain)
 	switch {
@@ -137,7 +95,7 @@ func (t *Transport) mxHosts(ctx context.Context, domain string) ([]string, bool,
 	case err == nil:
 		var hosts []string
 		for _, mx := range mxs {
-			if mx.Host != "." && mx.Host != "" && len(hosts) < maxMXHosts {
+			if mx.Host != "." && mx.Host != "" { // all name the site; maxMXHosts are tried
 				hosts = append(hosts, mx.Host)
 			}
 		}
@@ -179,9 +137,4 @@ func configError(format string, args ...any) *Error {
 func isIP(s string) bool {
 	_, err := netip.ParseAddr(s)
 	return err == nil
-}
-
-// mxKey is the pool key of an MX host's connections.
-func mxKey(host string, port int) string {
-	return "mx\x00" + net.JoinHostPort(host, strconv.Itoa(port))
 }

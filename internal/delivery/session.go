@@ -28,7 +28,6 @@ type target struct {
 	mx    bool         // direct delivery: TLS as plan says
 	plan  tlsPlan      // when mx
 	relay Route        // relay settings when !mx
-	key   string       // pool key
 }
 
 // session is one open SMTP connection, ready for a transaction.
@@ -39,6 +38,8 @@ type session struct {
 	tls     TLSOutcome
 	planKey string      // the tlsPlan's key it was opened under (MX hosts)
 	timer   *time.Timer // idle expiry; guarded by Transport.mu
+	provs   []*provider // the providers whose limits it counts against
+	count   int         // messages it has carried
 }
 
 // abort closes the connection at once (without a TLS close_notify, which

@@ -71,8 +71,17 @@ func warmUp(t testing.TB, sink *smtptest.Sink) int {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
+	r := bufio.NewReader(c)
+	if _, err := r.ReadString('\n'); err != nil {
 		t.Fatalf("warm-up greeting: %v", err)
+	}
+	// QUIT and its reply: the sink no longer counts the connection as
+	// open (Sink.MaxOpen) once it replies.
+	if _, err := io.WriteString(c, "QUIT\r\n"); err != nil {
+		t.Fatalf("warm-up QUIT: %v", err)
+	}
+	if _, err := r.ReadString('\n'); err != nil {
+		t.Fatalf("warm-up QUIT reply: %v", err)
 	}
 	return sink.Sessions()
 }

@@ -4,52 +4,150 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/emersion/go-smtp"
+	"github.com/postline/postline/internal/mtasts"
 )
 
-// deliver sends one message through tg: on an idle session if there is
-// one (redialling once if it turns out dead), else on a new one.
-func (t *Transport) deliver(ctx context.Context, tg target, env Envelope, msg []byte) (Result, *Error) {
-	s, err := t.acquire(ctx, tg.key)
-	if err != nil {
-		return Result{}, t.fail(ctx, err, StageConnect, tg.host)
+// deliver sends the message of tk: on the session admission gave it if
+// that is still good for the message (redialling if it turns out dead),
+// else on a new connection in its place.
+func (t *Transport) deliver(ctx context.Context, tk *Ticket, env Envelope, msg []byte) (Result, *Error) {
+	g, e := t.connection(ctx, tk)
+	if e != nil {
+		return Result{}, e
 	}
-	if s != nil && tg.mx && !tg.plan.accepts(s) {
-		s.abort() // opened under weaker TLS requirements; its slot is reused
-		s = nil
+	held := time.Now()
+	defer func() { t.noteHold(tk.p, time.Since(held)) }()
+	var sts func() *mtasts.Policy
+	if tk.route.Mode == ModeDirect {
+		// Asked only for a host without DANE, and once per delivery.
+		sts = sync.OnceValue(func() *mtasts.Policy { return t.mtaSTS(ctx, tk.domain, tk.dt) })
 	}
-	reused := s != nil
-	if !reused {
-		var e *Error
-		if s, e = t.connect(ctx, tg); e != nil {
-			t.release(tg.key)
-			return Result{}, tg.failedTLS(e)
+	gated := false
+	if s := g.s; s != nil {
+		tg, e := t.target(ctx, tk, s.host, sts)
+		if e == nil && slices.Contains(tk.hosts, s.host) && (!tg.mx || tg.plan.accepts(s)) {
+			if e := t.gate(ctx, tk); e != nil {
+				t.park(tk.p, s)
+				return Result{}, e
+			}
+			gated = true
+			res, e, reusable := t.transact(ctx, s, env, msg)
+			if e == nil || !stale(e) || ctx.Err() != nil {
+				return t.done(tk, tg, s, reusable, true, res, e)
+			}
+			// The server closed the idle connection (or refuses more
+			// messages on it: 421). Nothing was accepted, so a new
+			// session is safe.
 		}
-	}
-	res, e, reusable := t.transact(ctx, s, env, msg)
-	if e != nil && reused && stale(e) && ctx.Err() == nil {
-		// The server closed the idle connection (or refuses more messages
-		// on it: 421). Nothing was accepted, so a new session is safe.
+		// Dead, or opened under weaker TLS requirements: its place serves
+		// a new connection.
 		s.abort()
-		reused = false
-		if s, e = t.connect(ctx, tg); e != nil {
-			t.release(tg.key)
-			return Result{}, tg.failedTLS(e)
-		}
-		res, e, reusable = t.transact(ctx, s, env, msg)
+		g = grant{provs: s.provs, dialAt: t.dialTime(tk.p)}
 	}
+	res, e := t.dialAndSend(ctx, tk, g, gated, env, msg, sts)
+	if !gated && e != nil {
+		t.unbook(tk)
+	}
+	return res, e
+}
+
+// dialTime takes a max_connection_rate slot of p for a connection that
+// replaces a dead one, and says when it may be dialled.
+func (t *Transport) dialTime(p *path) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	if p.connLim == nil {
+		return now
+	}
+	return now.Add(p.connLim.ReserveN(now, 1).DelayFrom(now))
+}
+
+// dialAndSend opens a connection in g's place to the hosts of tk in
+// order of preference, moving to the next host when one cannot be reached
+// or refuses the session (connect, tls and dns stages), and sends the
+// message on the first that opens. A refusal of the message or recipient
+// ends the delivery. When every host failed, the error is the most
+// preferred temporary one if any (a backup MX refusing must not bounce
+// mail the primary would take later), else the last one, and the path
+// counts a failed connection.
+func (t *Transport) dialAndSend(ctx context.Context, tk *Ticket, g grant, gated bool, env Envelope, msg []byte,
+	sts func() *mtasts.Policy) (Result, *Error) {
+	if e := t.sleepUntil(ctx, g.dialAt); e != nil {
+		t.release(tk.p, g.provs)
+		return Result{}, e
+	}
+	var firstTemp, last *Error
+	for _, h := range tk.hosts[:min(len(tk.hosts), maxMXHosts)] {
+		tg, e := t.target(ctx, tk, h, sts)
+		var s *session
+		if e == nil {
+			s, e = t.connect(ctx, tg)
+		}
+		if e == nil {
+			t.connected(tk.p)
+			s.provs = g.provs
+			if !gated {
+				if e := t.gate(ctx, tk); e != nil {
+					t.park(tk.p, s)
+					return Result{}, e
+				}
+			}
+			res, e, reusable := t.transact(ctx, s, env, msg)
+			return t.done(tk, tg, s, reusable, false, res, e)
+		}
+		e = tg.failedTLS(e)
+		if tk.implicit && e.Stage == StageDNS && !e.Temporary {
+			e.Enhanced = "5.1.2"
+			e.Message = fmt.Sprintf("domain %s has no MX and no address records: %s", tk.domain, e.Message)
+		}
+		switch e.Stage {
+		case StageConnect, StageTLS, StageDNS:
+		default:
+			t.release(tk.p, g.provs)
+			return Result{}, e
+		}
+		if ctx.Err() != nil {
+			t.release(tk.p, g.provs)
+			return Result{}, e
+		}
+		if e.Temporary && firstTemp == nil {
+			firstTemp = e
+		}
+		last = e
+	}
+	t.release(tk.p, g.provs)
+	t.connFailed(tk.p)
+	if firstTemp != nil {
+		return Result{}, firstTemp
+	}
+	return Result{}, last
+}
+
+// done hands s back and makes the delivery's answer, with the session's
+// TLS outcome (and what an MTA-STS policy in testing mode reported).
+func (t *Transport) done(tk *Ticket, tg target, s *session, reusable, reused bool, res Result, e *Error) (Result, *Error) {
 	tlsOut := s.tls
 	if r := joinReports(tg.plan.report, s.tls.Report); tg.mx && r != "" {
 		tlsOut.Report = tg.plan.testingName() + ": " + r
 	}
-	t.finish(tg.key, s, reusable) // s may be another Send's from here on
+	t.finish(tk.p, s, reusable) // s may be another delivery's from here on
 	if e != nil {
 		e.TLS = tlsOut
 		return Result{}, e
 	}
 	res.Reused, res.TLS = reused, tlsOut
+	if tlsOut.Report != "" {
+		t.cfg.Logger.Warn("delivered where an MTA-STS policy in enforce mode would refuse", "domain", tk.domain,
+			"host", tg.host, "report", tlsOut.Report)
+	}
 	return res, nil
 }
 

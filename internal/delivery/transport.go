@@ -18,6 +18,7 @@ import (
 
 	"github.com/postline/postline/internal/dnsclient"
 	"github.com/postline/postline/internal/message"
+	"github.com/postline/postline/internal/shaping"
 )
 
 // Route modes and relay TLS modes, as in Route.
@@ -51,8 +52,15 @@ type Route struct {
 	User, Password string
 	TLS            string
 	// DirectTLS is the TLS policy of ModeDirect (the zero value is the
-	// default; see DirectTLS). Relays ignore it.
+	// default; see DirectTLS). Relays ignore it. The shaping's enable_tls
+	// sets the mode when this does not; its enable_mta_sts and enable_dane
+	// = false turn those off.
 	DirectTLS DirectTLS
+	// Source names the egress source the delivery goes out through: its
+	// egress path is the site (or relay) through this source, and the
+	// shaping's sources."SOURCE" sections apply. "" for none. Postline
+	// binds no source address yet.
+	Source string
 }
 
 // Envelope is the SMTP envelope of one message to one recipient.
@@ -99,12 +107,23 @@ type Config struct {
 	// InsecureSkipRelayVerify turns off certificate verification for
 	// relays. The zero value verifies.
 	InsecureSkipRelayVerify bool
-	// MaxConnsPerDest bounds the open connections (busy or idle) per
-	// destination; Send waits for a free one. Default 4.
+	// Shaping returns the traffic-shaping rules in force, read at every
+	// admission (so a reload applies to the next delivery); nil, or a nil
+	// result, is no rules: every path has the defaults below.
+	Shaping func() *shaping.Rules
+	// MaxConnsPerDest is the connection_limit of an egress path whose
+	// shaping sets none: the connections (busy, idle or being dialled)
+	// open at once to one site, or one relay. Default 4.
 	MaxConnsPerDest int
-	// IdleTimeout is how long an idle connection is kept for reuse.
-	// Default 30s; negative disables reuse.
+	// IdleTimeout is how long an idle connection is kept for reuse when
+	// the shaping sets no idle_timeout. Default 30s; negative disables
+	// reuse whatever the shaping says.
 	IdleTimeout time.Duration
+	// FailureDelay is how long an egress path dials nothing after
+	// consecutive_connection_failures_before_delay failed connections in a
+	// row (deliveries meanwhile are deferred as KumoMTA does, "no answer
+	// from any host"). Default 1m.
+	FailureDelay time.Duration
 	// AllowPrivate lets direct delivery dial MX hosts (and implicit-MX
 	// addresses) at loopback, private, link-local and other non-public
 	// addresses (guard.go), for tests and simulated networks. The zero
@@ -121,9 +140,12 @@ type Transport struct {
 	mxDialer net.Dialer   // MX hosts: refuses non-public addresses unless AllowPrivate
 	tlsa     TLSAResolver // nil: the Resolver cannot look up TLSA records, no DANE
 
-	mu     sync.Mutex
-	dests  map[string]*dest // pool key → connections to that destination
-	closed bool
+	mu      sync.Mutex
+	paths   map[string]*path     // egress path key → its connections and limits
+	provs   map[string]*provider // provider name → its shared limits
+	pruned  time.Time            // when paths were last pruned
+	closed  bool
+	closing chan struct{} // closed by Close
 }
 
 // New checks cfg, fills in its defaults and returns a Transport.
@@ -137,6 +159,8 @@ func New(cfg Config) (*Transport, error) {
 		return nil, errors.New("delivery: DialTimeout and CommandTimeout must not be negative")
 	case cfg.MaxConnsPerDest < 0:
 		return nil, fmt.Errorf("delivery: MaxConnsPerDest is negative (%d)", cfg.MaxConnsPerDest)
+	case cfg.FailureDelay < 0:
+		return nil, fmt.Errorf("delivery: FailureDelay is negative (%s)", cfg.FailureDelay)
 	case strings.ContainsAny(cfg.HeloName, " \t\r\n"):
 		return nil, fmt.Errorf("delivery: HeloName %q contains white space", cfg.HeloName)
 	}
@@ -150,8 +174,9 @@ func New(cfg Config) (*Transport, error) {
 	cfg.MXPort = cmp.Or(cfg.MXPort, 25)
 	cfg.DialTimeout = cmp.Or(cfg.DialTimeout, 30*time.Second)
 	cfg.CommandTimeout = cmp.Or(cfg.CommandTimeout, 5*time.Minute)
-	cfg.MaxConnsPerDest = cmp.Or(cfg.MaxConnsPerDest, 4)
-	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, 30*time.Second)
+	cfg.MaxConnsPerDest = cmp.Or(cfg.MaxConnsPerDest, defaultConns)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, defaultIdle)
+	cfg.FailureDelay = cmp.Or(cfg.FailureDelay, defaultFailureDelay)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -159,7 +184,9 @@ func New(cfg Config) (*Transport, error) {
 		cfg:      cfg,
 		dialer:   net.Dialer{Timeout: cfg.DialTimeout},
 		mxDialer: net.Dialer{Timeout: cfg.DialTimeout},
-		dests:    make(map[string]*dest),
+		paths:    make(map[string]*path),
+		provs:    make(map[string]*provider),
+		closing:  make(chan struct{}),
 	}
 	t.tlsa, _ = cfg.Resolver.(TLSAResolver)
 	if !cfg.AllowPrivate {
@@ -170,64 +197,57 @@ func New(cfg Config) (*Transport, error) {
 
 // Send hands msg (the complete message, CRLF line endings; bare LF is
 // converted) for env.To to the next hop of r, and returns the final reply.
-// Every error is an *Error. It waits for a connection slot when the
-// destination is at MaxConnsPerDest, and returns promptly, with a temporary
-// error wrapping ctx.Err(), when ctx ends.
+// Every error is an *Error. Unlike Admit it waits for its turn under the
+// egress path's limits (a connection, the message rate), until ctx ends,
+// when it returns promptly with a temporary error wrapping ctx.Err().
 func (t *Transport) Send(ctx context.Context, r Route, env Envelope, msg []byte) (Result, error) {
-	if e := checkEnvelope(env); e != nil {
+	if e := checkMessage(env, msg); e != nil {
 		return Result{}, e
 	}
-	if err := message.CheckUnsafeBytes(msg); err != nil {
-		// The SMTP writer sends a bare CR as it is, and a next hop that ends
-		// DATA on <CR>.<CR><LF> would run what follows from our address.
-		// The intake refuses such messages; this holds whatever built one.
-		return Result{}, &Error{Enhanced: "5.6.0", Stage: StageData, Err: err,
-			Message: strings.TrimPrefix(err.Error(), "message: ") + " in the message; not sent (SMTP smuggling guard)"}
+	tk, _, e := t.admit(ctx, r, env.To, true)
+	if e != nil {
+		return Result{}, e
 	}
-	var (
-		res Result
-		e   *Error
-	)
-	switch r.Mode {
-	case ModeDirect:
-		res, e = t.sendDirect(ctx, r.DirectTLS, env, msg)
-	case ModeSMTP:
-		res, e = t.sendRelay(ctx, r, env, msg)
-	default:
-		e = &Error{Enhanced: "5.3.5", Stage: StageConnect, Message: fmt.Sprintf("unknown route mode %q", r.Mode)}
+	return t.SendTicket(ctx, tk, env, msg)
+}
+
+// SendTicket sends msg for env.To as Send does, on the connection and at
+// the time tk was admitted for, and ends tk. env.To must be the recipient
+// tk was admitted for (its domain, for direct delivery). An *Error with
+// Wait set means the delivery's turn did not come in time: nothing was
+// attempted.
+func (t *Transport) SendTicket(ctx context.Context, tk *Ticket, env Envelope, msg []byte) (Result, error) {
+	if tk == nil || tk.t != t || tk.ended {
+		return Result{}, configError("a delivery ticket is used once, with the transport that issued it")
 	}
+	e := checkMessage(env, msg)
+	if e == nil && tk.route.Mode == ModeDirect && !strings.EqualFold(env.To[strings.LastIndexByte(env.To, '@')+1:], tk.domain) {
+		e = configError("the delivery ticket was admitted for a recipient at %s", tk.domain)
+	}
+	if e != nil {
+		tk.Release()
+		return Result{}, e
+	}
+	tk.ended = true
+	res, e := t.deliver(ctx, tk, env, msg)
 	if e != nil {
 		return Result{}, e
 	}
 	return res, nil
 }
 
-// Close closes the idle connections (with QUIT) and makes later Sends fail
-// with ErrClosed. Sends in progress finish; their connections are then
-// closed rather than kept.
-func (t *Transport) Close() error {
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return nil
+// checkMessage refuses what cannot be sent at all.
+func checkMessage(env Envelope, msg []byte) *Error {
+	if e := checkEnvelope(env); e != nil {
+		return e
 	}
-	t.closed = true
-	var idle []*session
-	for key, d := range t.dests {
-		for _, s := range d.idle {
-			s.timer.Stop()
-		}
-		idle = append(idle, d.idle...)
-		d.open -= len(d.idle)
-		d.idle = nil
-		t.wakeLocked(key, d)
+	if err := message.CheckUnsafeBytes(msg); err != nil {
+		// The SMTP writer sends a bare CR as it is, and a next hop that ends
+		// DATA on <CR>.<CR><LF> would run what follows from our address.
+		// The intake refuses such messages; this holds whatever built one.
+		return &Error{Enhanced: "5.6.0", Stage: StageData, Err: err,
+			Message: strings.TrimPrefix(err.Error(), "message: ") + " in the message; not sent (SMTP smuggling guard)"}
 	}
-	t.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, s := range idle {
-		wg.Go(s.quit)
-	}
-	wg.Wait()
 	return nil
 }
 

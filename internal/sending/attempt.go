@@ -48,33 +48,73 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 			deliveryEntry(d, event.Failed, w.cfg.Now(), map[string]any{"reason": "suppressed", "suppression": string(v.By.Type), "attempt": d.Attempts})}, nil)
 		return
 	}
+	tk, wait, err := w.transport.Admit(ctx, route(dom), d.Recipient)
+	if err == nil && tk == nil {
+		w.release(ctx, d, w.cfg.Now().Add(wait)) // its site is at a limit: not an attempt
+		return
+	}
+	a := attemptRun{d: d, mode: dom.Delivery.Mode, started: w.cfg.Now()}
+	if err != nil { // no next hop (DNS), or its site is backed off: an attempt that failed
+		w.record(ctx, a, delivery.Result{}, err)
+		return
+	}
 	if w.cfg.DomainRate > 0 && w.limiter != nil {
 		res, err := w.limiter.Allow(ctx, fmt.Sprintf("send:%d", d.DomainID), w.cfg.DomainRate, time.Minute)
 		if err == nil && !res.Allowed {
-			if err := w.store.Release(ctx, d.ID, w.owner, res.Reset); err != nil {
-				w.cfg.Logger.Warn("releasing rate-limited delivery", "error", err)
-			}
+			tk.Release()
+			w.release(ctx, d, res.Reset)
 			return
 		}
 	}
 	msg, err := w.build(ctx, dom, d)
-	if err != nil && ctx.Err() != nil {
-		return // stopping: the lease expires and the delivery is retried, not failed
-	}
 	if err != nil {
+		tk.Release()
+		if ctx.Err() != nil {
+			return // stopping: the lease expires and the delivery is retried, not failed
+		}
 		reason := "build_failed"
 		if errors.Is(err, errAttachments) {
 			reason = "attachment_processing_failed"
 		}
-		w.finish(ctx, d, Outcome{State: StateFailed, Message: err.Error()}, []event.Entry{
+		w.finish(ctx, d, Outcome{State: StateFailed, Message: err.Error()}, []event.Entry{a.sendEntry(),
 			deliveryEntry(d, event.Failed, w.cfg.Now(), map[string]any{"reason": reason, "error": err.Error(), "attempt": d.Attempts})}, nil)
 		return
 	}
 	env := delivery.Envelope{From: w.envelopeFrom(dom, d), To: d.Recipient}
 	started := time.Now()
-	res, err := w.transport.Send(ctx, route(dom), env, msg)
+	res, err := w.transport.SendTicket(ctx, tk, env, msg)
+	if e, ok := err.(*delivery.Error); ok && e.Wait > 0 {
+		w.release(ctx, d, w.cfg.Now().Add(e.Wait)) // its turn did not come: not an attempt
+		return
+	}
 	w.cfg.Metrics.attempted(dom.Delivery.Mode, time.Since(started))
-	w.record(ctx, d, dom.Delivery.Mode, res, err)
+	w.record(ctx, a, res, err)
+}
+
+// attemptRun is an attempt under way: the delivery, its transport and
+// when it started (admitted by the transport).
+type attemptRun struct {
+	d       Delivery
+	mode    string
+	started time.Time
+}
+
+// sendEntry is the attempt's `send` entry, stamped when it started and
+// written with its outcome.
+func (a attemptRun) sendEntry() event.Entry {
+	return deliveryEntry(a.d, event.Send, a.started, map[string]any{"attempt": a.d.Attempts})
+}
+
+// release gives a claimed delivery back to the queue, due at next,
+// without counting an attempt or recording anything: it waited for its
+// turn (a rate, a site's limits) and was never tried. The claim loop
+// looks for it again when it comes due.
+func (w *Worker) release(ctx context.Context, d Delivery, next time.Time) {
+	if err := w.store.Release(ctx, d.ID, w.owner, next); err != nil {
+		w.cfg.Logger.Warn("releasing a delivery that waits for its turn", "delivery", d.ID, "error", err)
+		return
+	}
+	w.alarm.set(next)
 }
 
 // tlsDetails is a TLS outcome as the log entry's details.tls:
@@ -98,12 +138,12 @@ func route(d domain.Domain) delivery.Route {
 }
 
 // record turns the transport's answer into the delivery's next state and
-// its log entries.
-func (w *Worker) record(ctx context.Context, d Delivery, transport string, res delivery.Result, err error) {
-	now := w.cfg.Now()
+// its log entries, after the attempt's `send` entry.
+func (w *Worker) record(ctx context.Context, a attemptRun, res delivery.Result, err error) {
+	d, transport, now := a.d, a.mode, w.cfg.Now()
 	if err == nil {
 		w.finish(ctx, d, Outcome{Transport: transport, TLS: res.TLS.Label(), State: StateDelivered, Code: res.Code, Message: res.Message}, []event.Entry{
-			deliveryEntry(d, event.Delivered, now, map[string]any{"smtp_code": res.Code, "enhanced_code": res.Enhanced,
+			a.sendEntry(), deliveryEntry(d, event.Delivered, now, map[string]any{"smtp_code": res.Code, "enhanced_code": res.Enhanced,
 				"smtp_message": res.Message, "mx_host": res.Host, "attempt": d.Attempts, "tls": tlsDetails(res.TLS)})}, nil)
 		return
 	}
@@ -121,11 +161,11 @@ func (w *Worker) record(ctx context.Context, d Delivery, transport string, res d
 		fail := deliveryEntry(d, event.TemporaryFail, now, details)
 		next, ok := w.cfg.Policy.Next(d.Since(), now, d.Attempts, e.RetryAfter())
 		if !ok {
-			w.finish(ctx, d, Outcome{Transport: transport, TLS: tlsLabel, State: StateFailed, Code: e.Code, Message: e.Message}, []event.Entry{fail,
+			w.finish(ctx, d, Outcome{Transport: transport, TLS: tlsLabel, State: StateFailed, Code: e.Code, Message: e.Message}, []event.Entry{a.sendEntry(), fail,
 				deliveryEntry(d, event.Failed, now, map[string]any{"reason": "max_age_exceeded", "attempt": d.Attempts})}, nil)
 			return
 		}
-		w.finish(ctx, d, Outcome{Transport: transport, TLS: tlsLabel, State: StateDeferred, NextAttemptAt: next, Code: e.Code, Message: e.Message}, []event.Entry{fail,
+		w.finish(ctx, d, Outcome{Transport: transport, TLS: tlsLabel, State: StateDeferred, NextAttemptAt: next, Code: e.Code, Message: e.Message}, []event.Entry{a.sendEntry(), fail,
 			deliveryEntry(d, event.Deferred, now, map[string]any{"next_attempt_at": next.UTC().Format(time.RFC3339Nano), "attempt": d.Attempts})}, nil)
 		return
 	}
@@ -138,11 +178,11 @@ func (w *Worker) record(ctx context.Context, d Delivery, transport string, res d
 			src = fmt.Sprintf("bounce:%d", e.Code)
 		}
 		bounce.Source = &src
-		w.finish(ctx, d, Outcome{Transport: transport, TLS: tlsLabel, State: StateBounced, Code: e.Code, Message: e.Message}, []event.Entry{perm,
+		w.finish(ctx, d, Outcome{Transport: transport, TLS: tlsLabel, State: StateBounced, Code: e.Code, Message: e.Message}, []event.Entry{a.sendEntry(), perm,
 			deliveryEntry(d, event.Bounced, now, details)}, bounce)
 		return
 	}
-	w.finish(ctx, d, Outcome{Transport: transport, TLS: tlsLabel, State: StateFailed, Code: e.Code, Message: e.Message}, []event.Entry{perm,
+	w.finish(ctx, d, Outcome{Transport: transport, TLS: tlsLabel, State: StateFailed, Code: e.Code, Message: e.Message}, []event.Entry{a.sendEntry(), perm,
 		deliveryEntry(d, event.Failed, now, map[string]any{"reason": "permanent_failure", "attempt": d.Attempts})}, nil)
 }
 

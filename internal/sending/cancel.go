@@ -16,7 +16,7 @@ func (s *Service) StateOf(d MessageDelivery) string { return MessageState(d, s.c
 // MessageState is a message's recipient as the API shows it: the queue's
 // state, with "scheduled" for a delivery waiting for its deliver_at.
 func MessageState(d MessageDelivery, now time.Time) string {
-	if d.State == StatePending && d.Attempts == 0 && d.DeliverAt != nil && d.NextAttemptAt.After(now) {
+	if d.State == StatePending && d.Attempts == 0 && d.DeliverAt != nil && d.DeliverAt.After(now) {
 		return "scheduled"
 	}
 	return d.State

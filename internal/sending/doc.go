@@ -48,13 +48,15 @@
 //	deferred ─claim─▶    │    ──4xx / network─────▶ deferred (next_attempt_at) │ failed (max age)
 //	                     │    ──5xx, recipient────▶ bounced  (+ bounce suppression)
 //	                     │    ──5xx, other────────▶ failed
+//	                     ├─waits its turn─────────▶ pending │ deferred, as before (not an attempt)
 //	                     └─lease expired (crash)──▶ deferred, due now (rescuer)
 //
 // A claim moves due rows (pending or deferred, next_attempt_at ≤ now) to
-// sending with a lease (owner, lease_until) and attempts+1, and records
-// `send` for each, in one transaction: FOR UPDATE SKIP LOCKED on PostgreSQL
-// so several processes share the work, the single writer connection
-// (BEGIN IMMEDIATE) on SQLite. A worker extends its lease while an attempt
+// sending with a lease (owner, lease_until) and attempts+1, in one
+// transaction: FOR UPDATE SKIP LOCKED on PostgreSQL so several processes
+// share the work, the single writer connection (BEGIN IMMEDIATE) on
+// SQLite. It records nothing: a claimed delivery may still wait for its
+// turn (below). A worker extends its lease while an attempt
 // runs. Outcomes are written only where the row is still leased by the
 // same owner, so a worker that lost its lease cannot overwrite the next
 // attempt. A delivery may be sent twice only when a process dies after
@@ -74,12 +76,29 @@
 // the claimed sends, just before the attempts start: a change of settings
 // or a new suppression applies to every delivery claimed after it.
 //
+// # Waiting for a turn
+//
+// Before it builds the message, an attempt asks the transport whether the
+// delivery may start now (delivery.Transport.Admit, which enforces the
+// traffic shaping of its egress path: connections, rates). When it may
+// not, the delivery goes back to the queue (Store.Release), due when the
+// transport says, with its attempt given back and nothing recorded: to
+// pending when it was never tried, else to deferred. It is not an attempt,
+// so it counts neither towards the retry schedule nor as a failure; the
+// maximum message age still applies at its next real attempt. The worker
+// looks for it again when it comes due, not only at its next poll. The
+// per-domain rate (below) works the same way.
+//
 // # Events
 //
-// send (attempt started, details.attempt); delivered (smtp_code,
-// smtp_message, mx_host); temporary_fail then deferred (next_attempt_at);
-// permanent_fail then bounced or failed; failed with reason
-// max_age_exceeded, suppressed or a configuration problem.
+// send (the attempt started, details.attempt: written with the attempt's
+// outcome, stamped with its start, so a delivery that waited its turn
+// leaves no trace and a process that dies mid-attempt leaves no `send`);
+// delivered (smtp_code, smtp_message, mx_host); temporary_fail then
+// deferred (next_attempt_at); permanent_fail then bounced or failed;
+// failed with reason max_age_exceeded, suppressed or a configuration
+// problem (suppressed and domain_removed come without `send`: nothing was
+// tried).
 //
 // # Retry schedule
 //
@@ -94,5 +113,5 @@
 // Each domain may send at most DomainRate messages a minute. The budget is
 // taken at the moment of sending through the shared rate limiter, so it
 // holds across workers and processes; a delivery over budget goes back to
-// deferred until the window ends without counting an attempt.
+// the queue until the window ends without counting an attempt.
 package sending

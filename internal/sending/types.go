@@ -153,8 +153,9 @@ type Store interface {
 	// ids of the domain, by message id (ids that are not the domain's are
 	// absent).
 	SendHeaders(ctx context.Context, domainID int64, messageIDs []string) (map[string]map[string]string, error)
-	// Release returns a leased delivery to deferred, due at next, and
-	// takes back the attempt it counted (the attempt never happened).
+	// Release returns a leased delivery to the queue, due at next, and
+	// takes back the attempt it counted (the attempt never happened): to
+	// pending when that was its first, else to deferred.
 	Release(ctx context.Context, id int64, owner string, next time.Time) error
 	// ExtendLease moves the lease end of a delivery still held by owner.
 	ExtendLease(ctx context.Context, id int64, owner string, until time.Time) error

@@ -20,9 +20,13 @@ import (
 	"github.com/postline/postline/internal/tracking"
 )
 
-// Transport hands one message to the next hop (delivery.Transport).
+// Transport hands one message to the next hop (delivery.Transport). Admit
+// says, without waiting, whether a delivery may start now under its
+// egress path's limits: a Ticket for SendTicket, or how long to wait (no
+// attempt), or the error of an attempt that failed before any connection.
 type Transport interface {
-	Send(ctx context.Context, r delivery.Route, env delivery.Envelope, msg []byte) (delivery.Result, error)
+	Admit(ctx context.Context, r delivery.Route, recipient string) (*delivery.Ticket, time.Duration, error)
+	SendTicket(ctx context.Context, tk *delivery.Ticket, env delivery.Envelope, msg []byte) (delivery.Result, error)
 }
 
 // WorkerConfig configures the Worker. Zero values take the defaults.
@@ -61,6 +65,7 @@ type Worker struct {
 	limiter   *ratelimit.Limiter
 	owner     string
 	wakeCh    chan struct{}
+	alarm     alarm // wakes the claim loop when a released delivery comes due
 	sends     *sendCache
 	signers   signerCache
 	heavy     chan struct{}         // attachment processing at once (decoded images, PDFs)
@@ -103,6 +108,7 @@ func NewWorker(cfg WorkerConfig, st Store, events *event.Service, domains *domai
 		owner: host + "/" + hex.EncodeToString(b), wakeCh: make(chan struct{}, 1), sends: newSendCache(st, cfg.Concurrency),
 		heavy: make(chan struct{}, 2)}
 	w.completes = w.newCompleter()
+	w.alarm.wake, w.alarm.now = w.Wake, cfg.Now
 	return w
 }
 
@@ -132,6 +138,7 @@ func (w *Worker) Stop() {
 		return
 	}
 	w.stop()
+	defer w.alarm.stop()
 	done := make(chan struct{})
 	go func() { w.wg.Wait(); close(done) }()
 	select {
@@ -239,14 +246,10 @@ type claimed struct {
 
 // claim claims up to n due deliveries and prefetches what they need.
 func (w *Worker) claim(ctx, attemptCtx context.Context, n int) ([]claimed, error) {
+	// Nothing is recorded: a claimed delivery may still wait for its turn
+	// (Admit), and the attempt's `send` entry is written with its outcome.
 	now := w.cfg.Now()
-	ds, err := w.store.Claim(ctx, w.owner, now, now.Add(w.cfg.Lease), n, func(ds []Delivery) []event.Entry {
-		out := make([]event.Entry, len(ds))
-		for i, d := range ds {
-			out[i] = deliveryEntry(d, event.Send, now, map[string]any{"attempt": d.Attempts})
-		}
-		return out
-	})
+	ds, err := w.store.Claim(ctx, w.owner, now, now.Add(w.cfg.Lease), n, func([]Delivery) []event.Entry { return nil })
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +257,6 @@ func (w *Worker) claim(ctx, attemptCtx context.Context, n int) ([]claimed, error
 	out := make([]claimed, len(ds))
 	for i, d := range ds {
 		out[i] = claimed{d: d, pre: pre[i], at: now}
-		w.events.Wake(d.DomainID)
 	}
 	return out, nil
 }

@@ -102,6 +102,7 @@ func (ss *session) Data(r io.Reader) error {
 	if err != nil {
 		return err // e.g. smtp.ErrDataTooLarge
 	}
+	time.Sleep(ss.sink.cfg.DataDelay)
 	if reply, ok := ss.sink.next(ss.sink.dataScripts, ss.rcpts...); ok {
 		if err := apply(ss.conn, reply); err != nil {
 			return err

@@ -50,6 +50,11 @@ type Config struct {
 	Domain string
 	// ErrorLog receives go-smtp's connection errors. Default: discarded.
 	ErrorLog *log.Logger
+	// DataDelay, when positive, is how long the sink takes over each
+	// message before it replies to the end of DATA, as a busy server
+	// does: it keeps a client's connections busy, for tests of their
+	// limits.
+	DataDelay time.Duration
 	// OnlyDomains, when set, makes RCPT TO an address at one of these
 	// domains that no Script names answer 550 5.1.1 (a server that is not
 	// a catch-all there); other recipients are accepted as usual.
@@ -76,6 +81,7 @@ type Sink struct {
 	ln       net.Listener
 	served   chan struct{} // closed when Serve returns
 	sessions atomic.Int64
+	conns    connCount
 
 	mu          sync.Mutex
 	msgs        []Message
@@ -113,7 +119,7 @@ func Start(addr string, cfg Config) (*Sink, error) {
 		rcptScripts: make(map[string][]Reply),
 		dataScripts: make(map[string][]Reply),
 	}
-	s.ln = &countingListener{Listener: ln, n: &s.sessions}
+	s.ln = &countingListener{Listener: ln, n: &s.sessions, open: &s.conns}
 
 	srv := smtp.NewServer(smtp.BackendFunc(s.newSession))
 	srv.Domain = cfg.Domain
@@ -161,6 +167,17 @@ func (s *Sink) Close() error {
 
 // Sessions returns the number of connections accepted so far.
 func (s *Sink) Sessions() int { return int(s.sessions.Load()) }
+
+// Open returns the number of connections open now, and MaxOpen the most
+// that were ever open at once. A connection stops counting when the client
+// sends QUIT (in plain text; through TLS, when it closes) or closes it: a
+// client that counts its connections until QUIT's reply, as RFC 5321's
+// polite close lets it, may dial the next one before this server has
+// closed the old socket, and must not look like one connection too many.
+func (s *Sink) Open() int { return s.conns.now() }
+
+// MaxOpen returns the most connections that were open at once (see Open).
+func (s *Sink) MaxOpen() int { return s.conns.peak() }
 
 // Messages returns a copy of the messages accepted so far, oldest first.
 func (s *Sink) Messages() []Message {
@@ -212,18 +229,74 @@ func (s *Sink) deliver(m Message) {
 	s.arrived = make(chan struct{})
 }
 
-// countingListener counts accepted connections for Sessions.
+// countingListener counts accepted connections for Sessions, and open
+// ones for Open and MaxOpen.
 type countingListener struct {
 	net.Listener
-	n *atomic.Int64
+	n    *atomic.Int64
+	open *connCount
 }
 
 func (l *countingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if err == nil {
-		l.n.Add(1)
+	if err != nil {
+		return c, err
 	}
-	return c, err
+	l.n.Add(1)
+	l.open.add(1)
+	return &countedConn{Conn: c, open: l.open}, nil
+}
+
+// connCount is the number of open connections and its peak.
+type connCount struct {
+	mu        sync.Mutex
+	cur, high int
+}
+
+func (c *connCount) add(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cur += n
+	c.high = max(c.high, c.cur)
+}
+
+func (c *connCount) now() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cur
+}
+
+func (c *connCount) peak() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.high
+}
+
+// countedConn leaves the open count once, at QUIT or close.
+type countedConn struct {
+	net.Conn
+	open *connCount
+	done atomic.Bool
+}
+
+func (c *countedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	// A client sends QUIT in one write, with nothing after it.
+	if n == 6 && strings.EqualFold(string(p[:n]), "QUIT\r\n") {
+		c.leave()
+	}
+	return n, err
+}
+
+func (c *countedConn) Close() error {
+	c.leave()
+	return c.Conn.Close()
+}
+
+func (c *countedConn) leave() {
+	if c.done.CompareAndSwap(false, true) {
+		c.open.add(-1)
+	}
 }
 
 // key is the map key for a recipient: addresses compare case-insensitively.

@@ -214,3 +214,42 @@ func TestSelfSignedTLSVerifies(t *testing.T) {
 		}
 	}
 }
+
+// Open counts a connection until its client says QUIT or closes it, and
+// MaxOpen keeps the peak.
+func TestOpenConnections(t *testing.T) {
+	t.Parallel()
+	s := smtptest.New(t, smtptest.Config{})
+	a, b, c := dial(t, s), dial(t, s), dial(t, s)
+	for _, cl := range []*smtp.Client{a, b, c} {
+		if err := cl.Hello("client.test"); err != nil { // the server has accepted it once it answers
+			t.Fatal(err)
+		}
+	}
+	if got := s.Open(); got != 3 {
+		t.Fatalf("Open = %d with three clients connected, want 3", got)
+	}
+	if err := a.Quit(); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	waitFor(t, func() bool { return s.Open() == 1 }, "Open to drop to 1 after a QUIT and a close")
+	d := dial(t, s)
+	if err := d.Hello("client.test"); err != nil {
+		t.Fatal(err)
+	}
+	if got, peak := s.Open(), s.MaxOpen(); got != 2 || peak != 3 {
+		t.Errorf("Open, MaxOpen = %d, %d; want 2, 3", got, peak)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

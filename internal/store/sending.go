@@ -161,7 +161,10 @@ func (s Sending) Complete(ctx context.Context, id int64, owner string, o sending
 }
 
 const (
-	releaseDelivery = `UPDATE deliveries SET state = 'deferred', next_attempt_at = $3, attempts = attempts - 1,
+	// A delivery never attempted goes back to pending: it waited for its
+	// turn, nothing failed.
+	releaseDelivery = `UPDATE deliveries SET state = CASE WHEN attempts <= 1 THEN 'pending' ELSE 'deferred' END,
+		next_attempt_at = $3, attempts = attempts - 1,
 		lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2 AND state = 'sending'`
 	extendLease = `UPDATE deliveries SET lease_until = $3 WHERE id = $1 AND lease_owner = $2 AND state = 'sending'`
 )

@@ -226,6 +226,15 @@ func testQueueClaims(t *testing.T, db *store.DB) {
 	if err := s.Release(ctx, released, relOwner, now.Add(30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
+	stateOf := func(id int64) (state string, attempts int) {
+		if err := db.Reader().QueryRowContext(ctx, `SELECT state, attempts FROM deliveries WHERE id = $1`, id).Scan(&state, &attempts); err != nil {
+			t.Fatal(err)
+		}
+		return state, attempts
+	}
+	if st, n := stateOf(released); st != sending.StatePending || n != 0 {
+		t.Fatalf("released before its first attempt: %s, %d attempts; want pending, 0 (it waited, nothing failed)", st, n)
+	}
 
 	if n, err := s.Rescue(ctx, lease); err != nil || n != 0 {
 		t.Fatalf("Rescue at the lease's end = %d, %v; want 0 (not yet run out)", n, err)
@@ -269,5 +278,16 @@ func testQueueClaims(t *testing.T, db *store.DB) {
 	db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM deliveries WHERE state IN ('delivered', 'bounced', 'failed')`).Scan(&finished)
 	if finished != len(done) {
 		t.Fatalf("%d finished deliveries after rescues, want %d", finished, len(done))
+	}
+	// A delivery tried before goes back to deferred, its attempts kept.
+	retried, err := s.Claim(ctx, "w10", now.Add(24*time.Hour), now.Add(25*time.Hour), 1, noEntries)
+	if err != nil || len(retried) != 1 || retried[0].Attempts < 2 {
+		t.Fatalf("claim of a rescued delivery = %+v, %v; want one at its second attempt or later", retried, err)
+	}
+	if err := s.Release(ctx, retried[0].ID, "w10", now.Add(25*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if st, n := stateOf(retried[0].ID); st != sending.StateDeferred || n != retried[0].Attempts-1 {
+		t.Fatalf("released at attempt %d: %s, %d attempts; want deferred, %d", retried[0].Attempts, st, n, retried[0].Attempts-1)
 	}
 }

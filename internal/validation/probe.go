@@ -89,12 +89,13 @@ type ProbeConfig struct {
 	// few addresses a second at one MX, never a flood.
 	PerHost      int
 	HostInterval time.Duration
-	// Slots, when set, is delivery's per-destination connection bound
-	// (delivery.Transport.MXSlot): a probe session holds one of the MX
-	// host's slots while it is open, so probing never takes a server's
-	// connections from sending.
+	// Slots, when set, is delivery's connection bound per egress path
+	// (delivery.Transport.MXSlot): a probe session holds one of the slots
+	// of the probed domain's site while it is open, so probing never
+	// takes a server's connections from sending. A session kept for
+	// another domain at the same host keeps the slot it took.
 	Slots interface {
-		MXSlot(ctx context.Context, host string) (release func(), err error)
+		MXSlot(ctx context.Context, domain string) (release func(), err error)
 	}
 	// Observe counts probes by outcome (metrics); nil counts nothing.
 	Observe func(outcome string)
@@ -303,7 +304,7 @@ func (p *prober) session(ctx context.Context, host string, ip netip.Addr, addr, 
 		}
 		// The parked session had gone stale: ask on a new one.
 	}
-	s, r := p.open(ctx, host, ip)
+	s, r := p.open(ctx, host, ip, domain)
 	if r != nil {
 		return r
 	}
@@ -329,12 +330,13 @@ func (s *smtpSession) close() {
 // host.
 const idleFor = 5 * time.Second
 
-// open dials host at ip, says EHLO and starts TLS when offered.
-func (p *prober) open(ctx context.Context, host string, ip netip.Addr) (*smtpSession, *Probe) {
+// open dials host (an MX host of domain) at ip, says EHLO and starts TLS
+// when offered.
+func (p *prober) open(ctx context.Context, host string, ip netip.Addr, domain string) (*smtpSession, *Probe) {
 	release := func() {}
 	if p.cfg.Slots != nil {
 		var err error
-		if release, err = p.cfg.Slots.MXSlot(ctx, host); err != nil {
+		if release, err = p.cfg.Slots.MXSlot(ctx, domain); err != nil {
 			return nil, &Probe{Outcome: ProbeUnavailable, MXHost: host, Message: "no free connection to the server in time"}
 		}
 	}

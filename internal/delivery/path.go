@@ -1,0 +1,233 @@
+package delivery
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/postline/postline/internal/shaping"
+	"golang.org/x/time/rate"
+)
+
+// path is one egress path: the connections from one source to one site
+// (or to one relay) and the limits they share. A path outlives its
+// connections (pathIdleLife), so that its rates and its count of failed
+// connections do not start over whenever its pool empties. Guarded by
+// Transport.mu.
+type path struct {
+	key     string
+	name    string // the site, or the relay host
+	lim     pathLimits
+	connLim *rate.Limiter // max_connection_rate; nil: none
+	msgLim  *rate.Limiter // max_message_rate; nil: none
+	provs   []*provider   // the provider limits in force for it
+
+	idle  []*session // most recently used last
+	open  int        // connections busy, idle or being dialled: at most lim.conns
+	queue []*waiter  // admitted deliveries waiting for a connection, first come first served
+
+	lastMsg  time.Time     // when the last message was let start (spacing)
+	cursor   time.Time     // when the next delivery turned away is told to come back
+	hold     time.Duration // moving mean of how long a delivery holds a connection
+	failures int           // connection attempts failed in a row
+	delayed  time.Time     // no dials before then (after lim.failures failures)
+	used     time.Time     // last admission or release
+	retry    *time.Timer   // dispatches the queue when max_connection_rate allows a dial
+}
+
+// provider is the limits every site of one provider shares
+// (provider_connection_limit, provider_max_message_rate), in this
+// process. Guarded by Transport.mu.
+//
+// TODO(issue 29, enforcement): share these two across the processes of a
+// PostgreSQL database, as the issue asks (connection leases and a shared
+// rate counter through the store); until then they hold per process,
+// which the README says.
+type provider struct {
+	name    string
+	limit   int // 0: none
+	open    int
+	msgLim  *rate.Limiter
+	rate    shaping.Rate
+	lastMsg time.Time
+	blocked map[*path]struct{} // paths that found it full
+	used    time.Time
+}
+
+// grant is a connection handed to a delivery: an open session, or a slot
+// to dial into (s nil) no sooner than dialAt. provs are the providers
+// whose limits the connection counts against.
+type grant struct {
+	s      *session
+	provs  []*provider
+	dialAt time.Time
+}
+
+// waiter is an admitted delivery's place in its path's queue.
+type waiter struct {
+	ch chan grant // buffered, so dispatching never blocks
+}
+
+// pathLocked returns the path of tk, made or retuned to tk's limits.
+func (t *Transport) pathLocked(tk *Ticket, now time.Time) *path {
+	p := t.paths[tk.key]
+	if p == nil {
+		t.pruneLocked(now)
+		p = &path{key: tk.key, name: tk.site}
+		t.paths[tk.key] = p
+	}
+	p.used = now
+	old := p.lim
+	p.lim = tk.lim
+	if p.lim.connRate != old.connRate || p.connLim == nil && p.lim.connRate.IsSet() {
+		p.connLim = retune(p.connLim, p.lim.connRate, now)
+	}
+	if p.lim.msgRate != old.msgRate || p.msgLim == nil && p.lim.msgRate.IsSet() {
+		p.msgLim = retune(p.msgLim, p.lim.msgRate, now)
+		p.cursor = time.Time{} // the schedule of the old rate is void
+	}
+	p.provs = p.provs[:0]
+	for _, pl := range tk.provLimits {
+		p.provs = append(p.provs, t.providerLocked(pl, now))
+	}
+	if p.lim.conns > old.conns {
+		t.dispatchLocked(p, now)
+	}
+	return p
+}
+
+// providerLocked returns the provider of pl, tuned to its limits.
+func (t *Transport) providerLocked(pl shaping.ProviderLimit, now time.Time) *provider {
+	pr := t.provs[pl.Provider]
+	if pr == nil {
+		pr = &provider{name: pl.Provider, blocked: map[*path]struct{}{}}
+		t.provs[pl.Provider] = pr
+	}
+	pr.used = now
+	pr.limit = pl.ConnectionLimit.N
+	if pl.MaxMessageRate != pr.rate || pr.msgLim == nil && pl.MaxMessageRate.IsSet() {
+		pr.msgLim, pr.rate = retune(pr.msgLim, pl.MaxMessageRate, now), pl.MaxMessageRate
+	}
+	return pr
+}
+
+// takeLocked takes a connection for a delivery on p: an idle session, or
+// a slot to dial into when p and its providers are under their limits
+// and max_connection_rate allows a dial within maxRateHold.
+func (t *Transport) takeLocked(p *path, now time.Time) (grant, bool) {
+	if t.closed {
+		return grant{}, false
+	}
+	if n := len(p.idle); n > 0 {
+		s := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		s.timer.Stop() // if it already fired, expire finds s gone
+		return grant{s: s, provs: s.provs}, true
+	}
+	if p.open >= p.lim.conns {
+		return grant{}, false
+	}
+	for _, pr := range p.provs {
+		if pr.limit > 0 && pr.open >= pr.limit {
+			pr.blocked[p] = struct{}{} // its next release dispatches p
+			return grant{}, false
+		}
+	}
+	dialAt := now
+	if p.connLim != nil {
+		r := p.connLim.ReserveN(now, 1)
+		if d := r.DelayFrom(now); d > maxRateHold {
+			r.CancelAt(now)
+			t.retryLocked(p, d)
+			return grant{}, false
+		} else {
+			dialAt = now.Add(d)
+		}
+	}
+	p.open++
+	for _, pr := range p.provs {
+		pr.open++
+	}
+	return grant{provs: slices.Clone(p.provs), dialAt: dialAt}, true
+}
+
+// retryLocked dispatches p's queue again after d, when
+// max_connection_rate allows the next dial.
+func (t *Transport) retryLocked(p *path, d time.Duration) {
+	if p.retry != nil || len(p.queue) == 0 {
+		return
+	}
+	p.retry = time.AfterFunc(d-maxRateHold, func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		p.retry = nil
+		t.dispatchLocked(p, time.Now())
+	})
+}
+
+// dispatchLocked hands connections to p's queue, in order, while there
+// are any to take.
+func (t *Transport) dispatchLocked(p *path, now time.Time) {
+	for len(p.queue) > 0 {
+		g, ok := t.takeLocked(p, now)
+		if !ok {
+			return
+		}
+		w := p.queue[0]
+		p.queue[0] = nil
+		p.queue = p.queue[1:]
+		w.ch <- g
+	}
+}
+
+// leaveLocked takes w out of p's queue; false when it was dispatched
+// already (its grant is in w.ch).
+func (p *path) leaveLocked(w *waiter) bool {
+	i := slices.Index(p.queue, w)
+	if i < 0 {
+		return false
+	}
+	p.queue = slices.Delete(p.queue, i, i+1)
+	return true
+}
+
+// release gives back a connection that was closed (after QUIT's reply) or
+// never opened, and hands its place to whoever waits for it.
+func (t *Transport) release(p *path, provs []*provider) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	p.open--
+	p.used = now
+	t.dispatchLocked(p, now)
+	for _, pr := range provs {
+		pr.open--
+		pr.used = now
+		blocked := slices.Collect(maps.Keys(pr.blocked))
+		clear(pr.blocked)
+		for _, q := range blocked {
+			t.dispatchLocked(q, now)
+		}
+	}
+}
+
+// pruneLocked forgets, at most once a minute, the paths and providers
+// without connections or waiting deliveries that nothing used for
+// pathIdleLife.
+func (t *Transport) pruneLocked(now time.Time) {
+	if now.Sub(t.pruned) < time.Minute {
+		return
+	}
+	t.pruned = now
+	for k, p := range t.paths {
+		if p.open == 0 && len(p.queue) == 0 && now.Sub(p.used) > pathIdleLife {
+			delete(t.paths, k)
+		}
+	}
+	for k, pr := range t.provs {
+		if pr.open == 0 && len(pr.blocked) == 0 && now.Sub(pr.used) > pathIdleLife {
+			delete(t.provs, k)
+		}
+	}
+}
