@@ -707,11 +707,11 @@ func TestConsoleSignInBounded(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	big := url.Values{"login": {strings.Repeat("a", 100<<10)}, "secret": {"x"}}.Encode()
+	big := url.Values{"login": {strings.Repeat("a", 100<<10)}, "secret": {"x"}}.Encode() // read up to the bound, then refused
 	if code := post("application/x-www-form-urlencoded", strings.NewReader(big)); code != 400 {
 		t.Errorf("a 100 KiB sign-in form: %d, want 400", code)
 	}
-	body, ct := multipartForm(t, "", "file", "x.bin", strings.Repeat("x", 2<<20))
+	body, ct := multipartForm(t, "", "file", "x.bin", strings.Repeat("x", 16<<10)) // small enough to be sent whole before the refusal
 	if code := post(ct, bytes.NewReader(body)); code != 400 {
 		t.Errorf("a multipart sign-in: %d, want 400", code)
 	}
