@@ -131,6 +131,7 @@ func (t *Transport) takeLocked(p *path, now time.Time) (grant, bool) {
 	for _, pr := range p.provs {
 		if pr.limit > 0 && pr.open >= pr.limit {
 			pr.blocked[p] = struct{}{} // its next release dispatches p
+			t.reclaimIdleLocked(pr, p)
 			return grant{}, false
 		}
 	}
@@ -150,6 +151,34 @@ func (t *Transport) takeLocked(p *path, now time.Time) (grant, bool) {
 		pr.open++
 	}
 	return grant{provs: slices.Clone(p.provs), dialAt: dialAt}, true
+}
+
+// reclaimIdleLocked closes the connection idle longest on another path of
+// provider pr, for p, which found pr full: an idle connection to one site
+// must not keep another site of the same provider waiting (with one MX
+// host per domain and provider_connection_limit 3, idle connections to
+// three finished domains held every place for their idle_timeout, and 96
+// messages waited). Its release dispatches p (blocked on pr).
+func (t *Transport) reclaimIdleLocked(pr *provider, p *path) {
+	var from *path
+	var oldest *session
+	for _, q := range t.paths {
+		if q == p || len(q.idle) == 0 || !slices.Contains(q.idle[0].provs, pr) {
+			continue
+		}
+		if oldest == nil || q.idle[0].idleSince.Before(oldest.idleSince) {
+			from, oldest = q, q.idle[0]
+		}
+	}
+	if oldest == nil {
+		return
+	}
+	from.idle = slices.Delete(from.idle, 0, 1)
+	oldest.timer.Stop() // if it already fired, expire finds it gone
+	go func() {
+		oldest.quit()
+		t.release(from, oldest.provs)
+	}()
 }
 
 // retryLocked dispatches p's queue again after d, when

@@ -18,6 +18,18 @@ func (t *Transport) finish(p *path, s *session, reusable bool) {
 	t.park(p, s)
 }
 
+// neededElsewhere reports whether a provider the session counts against is
+// full with another of its sites waiting for a place: the session is then
+// closed rather than kept idle (reclaimIdleLocked). t.mu is held.
+func neededElsewhere(provs []*provider) bool {
+	for _, pr := range provs {
+		if pr.limit > 0 && pr.open >= pr.limit && len(pr.blocked) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // park puts a healthy session back: to the first delivery waiting on p,
 // or idle until p's idle_timeout. It is closed with QUIT instead when the
 // Transport is closed, reuse is off, it has carried
@@ -26,7 +38,8 @@ func (t *Transport) finish(p *path, s *session, reusable bool) {
 // counts until QUIT's reply.
 func (t *Transport) park(p *path, s *session) {
 	t.mu.Lock()
-	if t.closed || p.lim.idle < 0 || p.lim.perConn > 0 && s.count >= p.lim.perConn || p.open > p.lim.conns {
+	if t.closed || p.lim.idle < 0 || p.lim.perConn > 0 && s.count >= p.lim.perConn || p.open > p.lim.conns ||
+		len(p.queue) == 0 && neededElsewhere(s.provs) {
 		t.mu.Unlock()
 		s.quit()
 		t.release(p, s.provs)
@@ -41,6 +54,7 @@ func (t *Transport) park(p *path, s *session) {
 		t.mu.Unlock()
 		return
 	}
+	s.idleSince = p.used
 	p.idle = append(p.idle, s)
 	if s.timer == nil {
 		s.timer = time.AfterFunc(p.lim.idle, func() { t.expire(p, s) })

@@ -40,6 +40,8 @@ type session struct {
 	timer   *time.Timer // idle expiry; guarded by Transport.mu
 	provs   []*provider // the providers whose limits it counts against
 	count   int         // messages it has carried
+
+	idleSince time.Time // when it last went idle; guarded by Transport.mu
 }
 
 // abort closes the connection at once (without a TLS close_notify, which

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -77,6 +78,12 @@ func (s *serve) cli(t *testing.T, args ...string) string {
 // ends.
 func startServe(t *testing.T, n *simnet.Net) *serve {
 	t.Helper()
+	return startServeWith(t, n, nil)
+}
+
+// startServeWith is startServe with more of serve's environment.
+func startServeWith(t *testing.T, n *simnet.Net, vars map[string]string) *serve {
+	t.Helper()
 	bin, err := buildBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +95,9 @@ func startServe(t *testing.T, n *simnet.Net) *serve {
 	s.vars["POSTLINE_LOG_LEVEL"] = "warn"
 	if testutil.PostgresURL() != "" {
 		s.vars["POSTLINE_DATABASE_URL"] = testutil.DatabaseURL(t, store.Postgres)
+	}
+	for k, v := range vars {
+		s.vars[k] = v
 	}
 	s.cli(t, "user", "create", "alice")
 	s.cli(t, "domain", "add", "alice", "shop.sender.test", "--direct")
@@ -159,18 +169,17 @@ func (s *serve) send(t *testing.T, rcpts []string) {
 }
 
 // The real binary delivers 200 messages to 50 domains at 3 providers
-// exactly once, through their limits, greylisting and STARTTLS. Postline
-// does not shape its traffic yet, so it goes past the providers' limits
-// and recovers by retrying: the violations are logged, not asserted (this
-// is the baseline that shaping will bring to zero).
+// exactly once, through their limits, greylisting and STARTTLS. No shaping
+// file tells it these providers' limits (the built-in rules know the real
+// ones, not simnet's), so it goes past them and recovers by retrying: the
+// violations are logged, not asserted; TestBinaryKeepsToShapedLimits is the
+// same traffic with a shaping file, and no violation.
 func TestBinaryDeliversThroughProviders(t *testing.T) {
 	t.Parallel()
 	n := simnet.New(t, simnet.Config{Providers: []simnet.ProviderConfig{
 		{Name: "gmail", Domains: 17, MaxConnections: 2, MessageRate: simnet.Rate{Count: 40, Per: time.Second}},
-		// No connection limit here: Postline keeps idle connections per MX
-		// host for 30 s, so with one MX host per domain and 3 connections
-		// allowed it holds the provider's places for domains it is done
-		// with, and the others wait their turn 30 s at a time.
+		// No connection limit here: without a shaping file Postline does
+		// not know the provider's limit spans every domain's MX host.
 		{Name: "outlook", Domains: 17, PerDomainMX: true, MaxMessagesPerConnection: 3},
 		{Name: "yahoo", Domains: 16, TLS: simnet.TLSValid, Greylist: true, MaxMessagesPerConnection: 5},
 	}})
@@ -219,6 +228,74 @@ func TestBinaryDeliversThroughProviders(t *testing.T) {
 	report(t, n)
 }
 
+// The real binary, told the providers' limits in a shaping file, keeps to
+// them: no provider sees more connections at once, messages in a second or
+// messages on one connection from Postline's address than its limit, so
+// it refuses nothing for a limit, and each of 300 messages to 50 domains
+// arrives exactly once. Outlook's limit is per provider over one MX host
+// per domain (provider_connection_limit); gmail's per site with a
+// message rate; yahoo's per connection, with greylisting and STARTTLS.
+func TestBinaryKeepsToShapedLimits(t *testing.T) {
+	t.Parallel()
+	n := simnet.New(t, simnet.Config{Providers: []simnet.ProviderConfig{
+		{Name: "gmail", Domains: 17, MaxConnections: 2, MessageRate: simnet.Rate{Count: 40, Per: time.Second}},
+		{Name: "outlook", Domains: 17, PerDomainMX: true, MaxConnections: 3, MaxMessagesPerConnection: 3},
+		{Name: "yahoo", Domains: 16, TLS: simnet.TLSValid, Greylist: true, MaxMessagesPerConnection: 5},
+	}})
+	shaping := filepath.Join(t.TempDir(), "shaping.toml")
+	if err := os.WriteFile(shaping, []byte(`
+[provider."gmail"]
+match = [{MXSuffix = ".gmail.simnet.test"}]
+connection_limit = 2
+max_message_rate = "40/s"
+
+[provider."outlook"]
+match = [{MXSuffix = ".outlook.simnet.test"}]
+provider_connection_limit = 3
+max_deliveries_per_connection = 3
+
+[provider."yahoo"]
+match = [{MXSuffix = ".yahoo.simnet.test"}]
+max_deliveries_per_connection = 5
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServeWith(t, n, map[string]string{"POSTLINE_SHAPING_FILE": shaping})
+	domains := n.Domains()
+	var rcpts []string
+	for i := range 300 {
+		rcpts = append(rcpts, fmt.Sprintf("user%d@%s", i, domains[i%len(domains)]))
+	}
+	for i := 0; i < len(rcpts); i += 50 {
+		s.send(t, rcpts[i:i+50])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := n.WaitForMessages(ctx, len(rcpts)); err != nil {
+		report(t, n)
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // a duplicate would come from a retry
+	got := map[string]int{}
+	for _, m := range n.Messages() {
+		for _, r := range m.To {
+			got[r]++
+		}
+	}
+	for _, r := range rcpts {
+		if got[r] != 1 {
+			t.Errorf("%s received %d times, want once", r, got[r])
+		}
+	}
+	report(t, n)
+	n.CheckNoViolations(t)
+	for _, r := range n.Refusals() {
+		if r.Cause != simnet.CauseGreylist {
+			t.Errorf("refused for a limit: %+v", r)
+		}
+	}
+}
+
 // report logs what each provider saw from 127.0.0.1.
 func report(t *testing.T, n *simnet.Net) {
 	local := netip.MustParseAddr("127.0.0.1")
@@ -233,7 +310,7 @@ func report(t *testing.T, n *simnet.Net) {
 	for _, r := range n.Refusals() {
 		causes[r.Cause]++
 	}
-	t.Logf("%d limit violations (Postline does not shape yet); refusals by cause %v", len(v), causes)
+	t.Logf("%d limit violations; refusals by cause %v", len(v), causes)
 	for _, x := range v[:min(len(v), 5)] {
 		t.Logf("  %v", x)
 	}
