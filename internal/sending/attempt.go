@@ -48,6 +48,9 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 			deliveryEntry(d, event.Failed, w.cfg.Now(), map[string]any{"reason": "suppressed", "suppression": string(v.By.Type), "attempt": d.Attempts})}, nil)
 		return
 	}
+	if w.holdSuspended(ctx, dom, d) {
+		return
+	}
 	if w.cfg.DomainRate > 0 && w.limiter != nil {
 		res, err := w.limiter.Allow(ctx, fmt.Sprintf("send:%d", d.DomainID), w.cfg.DomainRate, time.Minute)
 		if err == nil && !res.Allowed {

@@ -33,18 +33,21 @@ func (s Suspensions) PutSuspension(ctx context.Context, sp suspend.Suspension) (
 
 // Suspensions implements suspend.Store.
 func (s Suspensions) Suspensions(ctx context.Context, now time.Time) ([]suspend.Suspension, error) {
-	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+suspensionCols+` FROM suspensions
-		WHERE until IS NULL OR until > $1 ORDER BY created_at, id`, ms(now))
+	rows, err := s.db.rd.QueryContext(ctx, `SELECT x.id, x.kind, x.value, x.reason, x.created_at, x.until, x.created_by,
+		COALESCE(a.id, 0) FROM suspensions x LEFT JOIN accounts a ON x.kind = 'account' AND a.login = x.value
+		WHERE x.until IS NULL OR x.until > $1 ORDER BY x.created_at, x.id`, ms(now))
 	if err != nil {
 		return nil, notFound(err, "suspensions")
 	}
 	defer rows.Close()
 	var out []suspend.Suspension
 	for rows.Next() {
-		sp, err := scanSuspension(rows)
+		var accountID int64
+		sp, err := scanSuspension(rows, &accountID)
 		if err != nil {
 			return nil, notFound(err, "suspensions")
 		}
+		sp.AccountID = accountID
 		out = append(out, sp)
 	}
 	return out, notFound(rows.Err(), "suspensions")
@@ -82,12 +85,14 @@ func (s Suspensions) PruneSuspensions(ctx context.Context, now time.Time) (int64
 	return res.RowsAffected()
 }
 
-func scanSuspension(r interface{ Scan(...any) error }) (suspend.Suspension, error) {
+// scanSuspension reads the suspensionCols, and into more the columns
+// after them.
+func scanSuspension(r interface{ Scan(...any) error }, more ...any) (suspend.Suspension, error) {
 	var sp suspend.Suspension
 	var kind string
 	var created int64
 	var until sql.NullInt64
-	if err := r.Scan(&sp.ID, &kind, &sp.Value, &sp.Reason, &created, &until, &sp.CreatedBy); err != nil {
+	if err := r.Scan(append([]any{&sp.ID, &kind, &sp.Value, &sp.Reason, &created, &until, &sp.CreatedBy}, more...)...); err != nil {
 		return sp, err
 	}
 	sp.Kind, sp.CreatedAt, sp.Until = suspend.Kind(kind), fromMS(created), nullMS(until)

@@ -44,7 +44,7 @@ func testSuspensions(t *testing.T, db *store.DB) {
 		!got.CreatedAt.Equal(now) || got.Until != nil || got.CreatedBy != "cli" {
 		t.Errorf("site suspension read back as %+v", got)
 	}
-	if got := list[1]; got.ID != dom.ID || got.Until == nil || !got.Until.Equal(hour) || got.CreatedBy != "op" {
+	if got := list[1]; got.ID != dom.ID || got.Until == nil || !got.Until.Equal(hour) || got.CreatedBy != "op" || got.AccountID != 0 {
 		t.Errorf("domain suspension read back as %+v", got)
 	}
 	if list, _ := s.Suspensions(ctx, hour); len(list) != 1 || list[0].ID != site.ID {
@@ -128,6 +128,9 @@ func testQueueControl(t *testing.T, db *store.DB) {
 	shopHold := suspendOf(suspend.Domain, "shop.example", nil)
 	later := now.Add(time.Hour)
 	aliceHold := suspendOf(suspend.Account, "alice", &later)
+	if list, err := sus.Suspensions(ctx, now); err != nil || len(list) != 2 || list[1].AccountID != alice.ID {
+		t.Fatalf("Suspensions = %+v, %v; want alice's account suspension with her account's id %d", list, err, alice.ID)
+	}
 
 	claimed, err := s.Claim(ctx, "w1", now, now.Add(time.Minute), 100, noEntries)
 	if ids := deliveryIDs(claimed); err != nil || !slices.Equal(ids, deliveryIDs(bobDs)) {

@@ -138,9 +138,15 @@ func (s *Service) Suspended(ctx context.Context, site string) (until time.Time, 
 // Holding returns the suspension of kind and value in force, from the
 // same copy as Suspended.
 func (s *Service) Holding(ctx context.Context, kind Kind, value string) (Suspension, bool) {
+	return s.Match(ctx, func(sp Suspension) bool { return sp.Kind == kind && sp.Value == value })
+}
+
+// Match returns the first suspension in force that ok accepts, from the
+// same copy as Suspended.
+func (s *Service) Match(ctx context.Context, ok func(Suspension) bool) (Suspension, bool) {
 	now := s.cfg.Now()
 	for _, sp := range s.current(ctx) {
-		if sp.Kind == kind && sp.Value == value && sp.InForce(now) {
+		if sp.InForce(now) && ok(sp) {
 			return sp, true
 		}
 	}
@@ -150,13 +156,14 @@ func (s *Service) Holding(ctx context.Context, kind Kind, value string) (Suspens
 // Any reports whether a suspension of kind is in force (from the copy):
 // callers skip the work of naming a delivery's site when none is.
 func (s *Service) Any(ctx context.Context, kind Kind) bool {
-	now := s.cfg.Now()
-	for _, sp := range s.current(ctx) {
-		if sp.Kind == kind && sp.InForce(now) {
-			return true
-		}
-	}
-	return false
+	_, ok := s.Match(ctx, func(sp Suspension) bool { return sp.Kind == kind })
+	return ok
+}
+
+// Canonical reads a selector's value as Suspend does: lowercase names,
+// and NotFound for a domain or account that does not exist.
+func (s *Service) Canonical(ctx context.Context, kind Kind, value string) (string, error) {
+	return s.canonical(ctx, kind, value)
 }
 
 func (s *Service) current(ctx context.Context) []Suspension {

@@ -34,6 +34,9 @@ type Suspension struct {
 	Until *time.Time
 	// CreatedBy names who suspended: an operator's login, or "cli".
 	CreatedBy string
+	// AccountID is the id of the account an account suspension names, as
+	// Store.Suspensions reads it (0 when no account has that login).
+	AccountID int64
 }
 
 // InForce reports whether the suspension holds at now.
