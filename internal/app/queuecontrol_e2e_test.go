@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -330,5 +331,57 @@ func TestQueueControlAPIErrors(t *testing.T) {
 	// Compatible: retry with no body retries everything, as before.
 	if resp := e.admin("POST", "/api/admin/queue/retry", nil); resp.StatusCode != 200 || resp.JSON["data"].(map[string]any)["retried"] != 0.0 {
 		t.Errorf("retry without a body: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// The operator page lists suspensions with their reason and end, suspends
+// from a form (CSRF required; bad input answered in place) and resumes.
+func TestConsoleQueueControl(t *testing.T) {
+	t.Parallel()
+	e := startQueue(t, store.SQLite)
+	o := &browser{t: t, base: e.URL}
+	o.signIn("operator", e.op.Key, "/")
+	_, page := o.do("GET", "/admin", nil, nil)
+	if !strings.Contains(page, "No suspension in force") {
+		t.Fatalf("/admin before any suspension:\n%s", page)
+	}
+	csrf := csrfRE.FindStringSubmatch(page)[1]
+	form := func(kv ...string) url.Values {
+		v := url.Values{"csrf": {csrf}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Set(kv[i], kv[i+1])
+		}
+		return v
+	}
+	if r, _ := o.do("POST", "/admin/queue/suspensions", url.Values{"kind": {"domain"}, "value": {"shop.example.com"}}, nil); r.StatusCode != 403 {
+		t.Errorf("suspend without the CSRF token: %d, want 403", r.StatusCode)
+	}
+	if r, page := o.do("POST", "/admin/queue/suspensions", form("kind", "domain", "value", "shop.example.com", "duration", "soon"), nil); r.StatusCode != 422 || !strings.Contains(page, `id="s-duration-err"`) {
+		t.Errorf("a bad duration: %d", r.StatusCode)
+	}
+	if r, page := o.do("POST", "/admin/queue/suspensions", form("kind", "account", "value", "nobody"), nil); r.StatusCode != 404 || !strings.Contains(page, `id="s-value-err"`) {
+		t.Errorf("an unknown account: %d", r.StatusCode)
+	}
+	r, page := o.do("POST", "/admin/queue/suspensions", form("kind", "domain", "value", "shop.example.com", "duration", "2 hours", "reason", "<b>complaints</b>"), nil)
+	if r.StatusCode != 201 || !strings.Contains(page, "<td>shop.example.com</td><td>&lt;b&gt;complaints&lt;/b&gt;</td>") || !strings.Contains(page, "<time datetime=") {
+		t.Fatalf("suspend from the form: %d\n%s", r.StatusCode, page)
+	}
+	list, err := e.App.Queue.Suspensions(context.Background())
+	if err != nil || len(list) != 1 || list[0].CreatedBy != "operator" || list[0].Until == nil {
+		t.Fatalf("suspensions after the form: %+v, %v", list, err)
+	}
+	e.sendFrom(t, "shop.example.com", "a@rcpt.example.net")
+	if _, page := o.do("GET", "/admin?by=account", nil, nil); !strings.Contains(page, "<td>alice</td><td>1</td>") ||
+		!strings.Contains(page, "shop.example.com <strong>suspended</strong>") {
+		t.Errorf("/admin?by=account: want alice's pending delivery and shop.example.com marked suspended\n%s", page)
+	}
+	if r, _ := o.do("POST", fmt.Sprintf("/admin/queue/suspensions/%d/resume", list[0].ID), form(), nil); r.StatusCode != 303 {
+		t.Fatalf("resume: %d", r.StatusCode)
+	}
+	if _, err := e.sink.WaitForMessages(ctxTimeout(t, 10*time.Second), 1); err != nil {
+		t.Fatalf("after resuming from the console: %v", err)
+	}
+	if _, page := o.do("GET", "/admin", nil, nil); !strings.Contains(page, "No suspension in force") {
+		t.Error("the resumed suspension is still listed")
 	}
 }
