@@ -25,6 +25,7 @@ func commandTree() *cmd {
 		templateCommands(),
 		messageCommands(),
 		shapingCommands(),
+		queueCommands(),
 		{name: "validate", args: "[ADDRESS...]", summary: "validate addresses: JSON lines out, in input order; stdin when no address is given",
 			setup: setupValidate, maxArgs: -1},
 		{name: "cache", summary: "the validation cache", subs: []*cmd{

@@ -40,6 +40,7 @@ import (
 	"github.com/postline/postline/internal/store"
 	"github.com/postline/postline/internal/submission"
 	"github.com/postline/postline/internal/suppression"
+	"github.com/postline/postline/internal/suspend"
 	"github.com/postline/postline/internal/tlscert"
 	"github.com/postline/postline/internal/tracking"
 	"github.com/postline/postline/internal/validation"
@@ -69,6 +70,10 @@ type App struct {
 	Inbound *inbound.Server
 	// Templates keeps the domains' stored message templates.
 	Templates *templates.Service
+	// Queue is the operator's view and control of the delivery queue;
+	// Suspensions are the holds it puts on it (queue.go).
+	Queue       *sending.Queue
+	Suspensions *suspend.Service
 	// Webhooks manages webhook endpoints; the dispatcher posts to them (serve only).
 	Webhooks   *webhook.Service
 	dispatcher *webhook.Dispatcher
@@ -210,6 +215,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	if err := a.openSending(key, box); err != nil {
 		return err
 	}
+	a.openQueueControl()
 	return nil
 }
 
@@ -257,7 +263,7 @@ func (a *App) API() *httpapi.Server {
 	return httpapi.New(httpapi.Deps{
 		Console:      a.console(),
 		Jobs:         a.ValidationJobs,
-		Queue:        sending.NewQueue(store.NewQueue(a.DB), nil),
+		Queue:        a.Queue,
 		Accounts:     a.Accounts,
 		Domains:      a.Domains,
 		Suppressions: a.Suppressions,

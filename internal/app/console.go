@@ -8,7 +8,6 @@ import (
 	"github.com/postline/postline/internal/console"
 	"github.com/postline/postline/internal/httpapi"
 	"github.com/postline/postline/internal/ratelimit"
-	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/store"
 )
 
@@ -30,7 +29,7 @@ func (a *App) console() http.Handler {
 		Webhooks:     a.Webhooks,
 		Templates:    a.Templates,
 		Sending:      a.Sending,
-		Queue:        sending.NewQueue(store.NewQueue(a.DB), nil),
+		Queue:        a.Queue,
 		Validator:    a.Validator,
 		Limiter:      a.Limiter,
 		Series:       store.NewEvents(a.DB),

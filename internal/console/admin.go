@@ -21,7 +21,7 @@ func (c *Console) adminOnly(fn pageFunc) pageFunc {
 }
 
 // adminPage is the operator's view: every account, the queue across
-// every domain, and "retry now".
+// every domain, "retry now", and the queue's suspensions (queuecontrol.go).
 func (c *Console) adminPage(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	return c.renderAdmin(w, r, s, http.StatusOK, nil, "")
 }
@@ -55,6 +55,9 @@ func (c *Console) renderAdmin(w http.ResponseWriter, r *http.Request, s *account
 		total.Queued, total.Deferred, total.InFlight = total.Queued+q.Queued, total.Deferred+q.Deferred, total.InFlight+q.InFlight
 	}
 	data := map[string]any{"Users": users, "Queue": rows, "Total": total, "Errors": fieldErr, "Notice": notice}
+	if err := c.queueControl(r, data); err != nil {
+		return err
+	}
 	if login := r.URL.Query().Get("keys"); login != "" {
 		keys, err := c.deps.Accounts.Keys(r.Context(), login)
 		if err != nil {

@@ -51,6 +51,8 @@ func (c *Console) routes() []consoleRoute {
 		{"POST /admin/accounts/{login}/disable", c.form(c.adminOnly(c.adminSetDisabled(true)))},
 		{"POST /admin/accounts/{login}/enable", c.form(c.adminOnly(c.adminSetDisabled(false)))},
 		{"POST /admin/queue/retry", c.form(c.adminOnly(c.adminRetry))},
+		{"POST /admin/queue/suspensions", c.form(c.adminOnly(c.adminSuspend))},
+		{"POST /admin/queue/suspensions/{id}/resume", c.form(c.adminOnly(c.adminResume))},
 		{"GET /static/{file}", http.HandlerFunc(c.static)},
 		{"/", c.page(c.notFound)},
 	}

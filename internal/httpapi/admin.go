@@ -133,13 +133,32 @@ func (s *Server) handleAdminQueue(w http.ResponseWriter, r *http.Request, _ acco
 		}
 		domains = append(domains, m)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": map[string]any{"queued": queued, "deferred": deferred,
-		"in_flight": inFlight, "oldest_deferred": oldest, "domains": domains}})
+	data := map[string]any{"queued": queued, "deferred": deferred, "in_flight": inFlight, "oldest_deferred": oldest, "domains": domains}
+	if by := r.URL.Query().Get("by"); r.URL.Query().Has("by") {
+		groups, err := s.queueGroups(r, by)
+		if err != nil {
+			return err
+		}
+		data["by"], data["groups"] = by, groups
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": data})
 	return nil
 }
 
+// handleAdminRetry makes deferred deliveries due now: every one without a
+// body (as before selectors), or a site's, a domain's or an account's.
 func (s *Server) handleAdminRetry(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
-	n, err := s.Queue.RetryNow(r.Context(), 0)
+	var in selectorJSON
+	if r.ContentLength != 0 {
+		if err := decodeJSON(r, &in); err != nil {
+			return err
+		}
+	}
+	sel, err := in.selector(false)
+	if err != nil {
+		return err
+	}
+	n, err := s.Queue.Retry(r.Context(), sel)
 	if err != nil {
 		return err
 	}

@@ -107,6 +107,10 @@ func (s *Server) routeTable() []route {
 		{method: "POST", path: "/api/admin/accounts/{login}/keys", group: groupDomain, operator: true, handler: admin(s.handleAdminCreateKey)},
 		{method: "GET", path: "/api/admin/queue", group: groupDomain, operator: true, handler: admin(s.handleAdminQueue)},
 		{method: "POST", path: "/api/admin/queue/retry", group: groupDomain, operator: true, handler: admin(s.handleAdminRetry)},
+		{method: "POST", path: "/api/admin/queue/bounce", group: groupDomain, operator: true, handler: admin(s.handleAdminBounce)},
+		{method: "GET", path: "/api/admin/queue/suspensions", group: groupDomain, operator: true, handler: admin(s.handleAdminSuspensions)},
+		{method: "POST", path: "/api/admin/queue/suspensions", group: groupDomain, operator: true, handler: admin(s.handleAdminSuspend)},
+		{method: "DELETE", path: "/api/admin/queue/suspensions/{id}", group: groupDomain, operator: true, handler: admin(s.handleAdminResume)},
 
 		{method: "GET", path: "/api/keys", group: groupDomain, scope: account.ScopeKeys, handler: s.handleListKeys},
 		{method: "POST", path: "/api/keys", group: groupDomain, scope: account.ScopeKeys, handler: s.handleCreateKey},

@@ -48,6 +48,9 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 			deliveryEntry(d, event.Failed, w.cfg.Now(), map[string]any{"reason": "suppressed", "suppression": string(v.By.Type), "attempt": d.Attempts})}, nil)
 		return
 	}
+	if w.holdSuspended(ctx, dom, d) {
+		return
+	}
 	tk, wait, err := w.transport.Admit(ctx, route(dom), d.Recipient)
 	if err == nil && tk == nil {
 		w.release(ctx, d, w.cfg.Now().Add(wait)) // its site is at a limit: not an attempt

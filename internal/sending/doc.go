@@ -108,6 +108,20 @@
 // (±10% in the server); a message older
 // than the maximum age (default 5 days) at its next due time fails instead.
 //
+// # Suspensions
+//
+// An operator's suspension (package suspend) holds deliveries without
+// making them attempts. The claim leaves the deliveries of a suspended
+// sending domain or account where they are (pending or deferred, attempt
+// count and log untouched) for as long as the suspension is in force.
+// A delivery to a suspended site, known only once its destination is
+// named, is put back just before it would be sent (Holds, hold.go): its
+// attempt is given back, it is due when the suspension ends (a minute
+// later when it has no end) and marked held for the site, so that
+// resuming the site makes it due at once (Queue.ResumeOf). Queue also
+// retries and fails (bounce) waiting deliveries by site, domain or
+// account (queuecontrol.go).
+//
 // # Outbound rate
 //
 // Each domain may send at most DomainRate messages a minute. The budget is

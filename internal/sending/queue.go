@@ -33,6 +33,7 @@ type QueueStore interface {
 type Queue struct {
 	store QueueStore
 	now   func() time.Time
+	ctl   *ControlConfig // nil until WithControl
 }
 
 // NewQueue returns the queue view; now may be nil for time.Now.

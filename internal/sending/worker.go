@@ -70,6 +70,7 @@ type Worker struct {
 	signers   signerCache
 	heavy     chan struct{}         // attachment processing at once (decoded images, PDFs)
 	completes *batcher[*completion] // group commit of outcomes (batch_complete.go)
+	holds     *Holds                // operator suspensions (hold.go); nil: none
 
 	// attemptEWMA is the moving mean of attempt durations (ns); it starts
 	// at 0, and a few slow attempts lift it past quickAttempt.

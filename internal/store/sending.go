@@ -58,9 +58,12 @@ func (db *DB) userVarsCol() string {
 	return userVarsSQLite
 }
 
+// claimDue leaves the deliveries of suspended domains and accounts where
+// they are (heldDomains, queuecontrol.go): they are not attempts.
 const claimDue = `UPDATE deliveries SET state = 'sending', lease_owner = $1, lease_until = $2,
-			attempts = attempts + 1, updated_at = $3
+			attempts = attempts + 1, updated_at = $3, held_site = NULL
 			WHERE id IN (SELECT id FROM deliveries WHERE state IN ('pending', 'deferred') AND next_attempt_at <= $3
+				AND domain_id NOT IN (` + heldDomains + `)
 				ORDER BY next_attempt_at LIMIT $4) RETURNING id`
 
 // Claim implements sending.Store. On PostgreSQL, FOR UPDATE SKIP LOCKED

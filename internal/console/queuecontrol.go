@@ -1,0 +1,93 @@
+package console
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/shaping"
+	"github.com/postline/postline/internal/suspend"
+)
+
+// queueControl adds to the operator page's data what queue control shows:
+// the suspensions in force, and the queue by account or site when asked
+// (?by=account, ?by=site: the site listing looks MX hosts up, so it is
+// not the default).
+func (c *Console) queueControl(r *http.Request, data map[string]any) error {
+	list, err := c.deps.Queue.Suspensions(r.Context())
+	if err != nil {
+		return err
+	}
+	data["Suspensions"] = list
+	held := map[string]bool{}
+	for _, sp := range list {
+		if sp.Kind == suspend.Domain {
+			held[sp.Value] = true
+		}
+	}
+	data["HeldDomains"] = held
+	by := suspend.Kind(r.URL.Query().Get("by"))
+	if by == suspend.Account || by == suspend.Site {
+		groups, err := c.deps.Queue.Groups(r.Context(), by)
+		if err != nil {
+			return err
+		}
+		data["By"], data["Groups"] = string(by), groups
+	}
+	data["Kinds"] = suspend.Kinds
+	return nil
+}
+
+// adminSuspend suspends a site, a sending domain or an account from the
+// operator page's form (kind, value, duration, reason).
+func (c *Console) adminSuspend(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	kind := suspend.Kind(r.PostFormValue("kind"))
+	if !slices.Contains(suspend.Kinds, kind) {
+		return c.renderAdmin(w, r, s, http.StatusUnprocessableEntity, map[string][]string{"value": {"Choose a site, a domain or an account."}}, "")
+	}
+	req := suspend.Request{Kind: kind, Value: r.PostFormValue("value"), Reason: r.PostFormValue("reason"), By: s.Login}
+	if d := strings.TrimSpace(r.PostFormValue("duration")); d != "" {
+		var err error
+		if req.Duration, err = shaping.ParseDuration(d); err != nil {
+			return c.renderAdmin(w, r, s, http.StatusUnprocessableEntity, map[string][]string{"duration": {err.Error()}}, "")
+		}
+	}
+	sp, err := c.deps.Queue.Suspend(r.Context(), req)
+	if e, ok := apperr.As(err); ok && (e.Code == apperr.Invalid || e.Code == apperr.NotFound) {
+		status, fields := http.StatusUnprocessableEntity, map[string][]string{}
+		for f, problems := range e.Fields {
+			if f != "duration" && f != "reason" {
+				f = "value"
+			}
+			fields[f] = problems
+		}
+		if e.Code == apperr.NotFound {
+			status, fields["value"] = http.StatusNotFound, []string{"No " + string(kind) + " has that name."}
+		}
+		return c.renderAdmin(w, r, s, status, fields, "")
+	}
+	if err != nil {
+		return err
+	}
+	until := "until resumed"
+	if sp.Until != nil {
+		until = "until " + sp.Until.UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	return c.renderAdmin(w, r, s, http.StatusCreated, nil, "Deliveries of "+string(sp.Kind)+" "+sp.Value+" wait "+until+".")
+}
+
+// adminResume ends a suspension; its deliveries are due at once.
+func (c *Console) adminResume(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return apperr.Errorf(apperr.NotFound, "Suspension not found")
+	}
+	if _, err := c.deps.Queue.Resume(r.Context(), id); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/admin", http.StatusSeeOther)
+	return nil
+}

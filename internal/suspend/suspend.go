@@ -1,0 +1,60 @@
+package suspend
+
+import (
+	"context"
+	"time"
+)
+
+// Kind is what a suspension holds.
+type Kind string
+
+// The kinds of suspension.
+const (
+	// Site is a destination: the set of MX hosts a recipient domain shares
+	// with others (shaping.SiteName), or a relay host.
+	Site Kind = "site"
+	// Domain is a sending domain, by name.
+	Domain Kind = "domain"
+	// Account is a sending account, by login: every domain it owns.
+	Account Kind = "account"
+)
+
+// Kinds are the kinds in the order the CLI and the API list them.
+var Kinds = []Kind{Site, Domain, Account}
+
+// Suspension is one hold the operator put on the queue.
+type Suspension struct {
+	ID    int64
+	Kind  Kind
+	Value string // the site name, the domain name or the account login
+	// Reason is the operator's note, shown wherever the suspension is.
+	Reason    string
+	CreatedAt time.Time
+	// Until is when the suspension ends by itself; nil: when resumed.
+	Until *time.Time
+	// CreatedBy names who suspended: an operator's login, or "cli".
+	CreatedBy string
+	// AccountID is the id of the account an account suspension names, as
+	// Store.Suspensions reads it (0 when no account has that login).
+	AccountID int64
+}
+
+// InForce reports whether the suspension holds at now.
+func (s Suspension) InForce(now time.Time) bool { return s.Until == nil || s.Until.After(now) }
+
+// Store keeps suspensions; the queue's claim reads the same rows.
+type Store interface {
+	// PutSuspension stores s (its ID ignored) and returns it with its ID.
+	// A suspension of the same kind and value is replaced: there is at
+	// most one per selector.
+	PutSuspension(ctx context.Context, s Suspension) (Suspension, error)
+	// Suspensions lists the suspensions in force at now, oldest first.
+	Suspensions(ctx context.Context, now time.Time) ([]Suspension, error)
+	// DeleteSuspension removes the suspension with that id and returns it;
+	// NotFound when there is none in force at now.
+	DeleteSuspension(ctx context.Context, id int64, now time.Time) (Suspension, error)
+	// DeleteSuspensionOf is DeleteSuspension by kind and value.
+	DeleteSuspensionOf(ctx context.Context, kind Kind, value string, now time.Time) (Suspension, error)
+	// PruneSuspensions deletes suspensions that ended before now.
+	PruneSuspensions(ctx context.Context, now time.Time) (int64, error)
+}
