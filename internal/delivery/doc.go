@@ -133,6 +133,7 @@
 //	MX at non-public addresses only         0     5.4.4     permanent  connect
 //	bare CR or NUL in the message           0     5.6.0     permanent  data
 //	invalid Route                           0     5.3.5     permanent  connect
+//	Route.Pool not in Config.Egress         0     4.3.5     temporary  connect
 //	site backed off after consecutive       0     4.4.1     temporary  connect
 //	  failed connections (Admit)
 //	no connection free in time (Wait set:   0     4.4.5     temporary  connect

@@ -29,7 +29,10 @@ func warmupKey(source string) string { return "day:warmup:" + source }
 func (t *Transport) chooseSource(ctx context.Context, tk *Ticket, pool string) (time.Duration, *Error) {
 	cfg := t.cfg.Egress
 	if !cfg.HasPool(pool) {
-		return 0, configError("egress pool %q is not in the egress file", pool)
+		// Temporary: the operator removed or renamed the pool, and the
+		// mail should wait for the file to be fixed, not bounce.
+		return 0, &Error{Enhanced: "4.3.5", Temporary: true, Stage: StageConnect,
+			Message: fmt.Sprintf("egress pool %q is not in the egress file", pool)}
 	}
 	p := cfg.Pools[pool]
 	now := t.cfg.Now()

@@ -135,7 +135,7 @@ func TestPoolUnknown(t *testing.T) {
 	now := time.Now()
 	f := egressSetup(t, &now)
 	_, err := f.send(t, delivery.Route{Mode: delivery.ModeDirect, Pool: "nope"}, "b@example.test")
-	if e := asError(t, err); e.Temporary || !strings.Contains(e.Message, `egress pool "nope"`) {
+	if e := asError(t, err); !e.Temporary || !strings.Contains(e.Message, `egress pool "nope"`) {
 		t.Errorf("unknown pool: %+v", e)
 	}
 }
