@@ -42,9 +42,10 @@ func (t *Transport) chooseSource(ctx context.Context, tk *Ticket, pool string) (
 		t.mu.Lock()
 		pk := t.pickers[tk.site+"\x00"+pool]
 		if pk == nil {
-			pk = egress.NewPicker(p.Entries)
+			pk = &picker{Picker: egress.NewPicker(p.Entries)}
 			t.pickers[tk.site+"\x00"+pool] = pk
 		}
+		pk.used = time.Now()
 		name, ok := pk.Next(func(s string) bool { return !tried[s] && !t.full[s].Equal(day) })
 		t.mu.Unlock()
 		if !ok {
@@ -70,6 +71,13 @@ func (t *Transport) chooseSource(ctx context.Context, tk *Ticket, pool string) (
 		}
 		return 0, nil
 	}
+}
+
+// picker is a site's round robin over a pool, forgotten with the paths
+// (pruneLocked) when unused.
+type picker struct {
+	*egress.Picker
+	used time.Time
 }
 
 // takeWarmup counts one message of src today when its warm-up cap has

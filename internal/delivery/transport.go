@@ -163,9 +163,9 @@ type Transport struct {
 	provs   map[string]*provider // provider name → its shared limits
 	pruned  time.Time            // when paths were last pruned
 	closed  bool
-	closing chan struct{}             // closed by Close
-	pickers map[string]*egress.Picker // site and pool → its round robin
-	full    map[string]time.Time      // source → the UTC day its warm-up cap was reached
+	closing chan struct{}        // closed by Close
+	pickers map[string]*picker   // site and pool → its round robin
+	full    map[string]time.Time // source → the UTC day its warm-up cap was reached
 }
 
 // New checks cfg, fills in its defaults and returns a Transport.
@@ -207,7 +207,7 @@ func New(cfg Config) (*Transport, error) {
 		paths:    make(map[string]*path),
 		provs:    make(map[string]*provider),
 		closing:  make(chan struct{}),
-		pickers:  make(map[string]*egress.Picker),
+		pickers:  make(map[string]*picker),
 		full:     make(map[string]time.Time),
 	}
 	if t.cfg.Now == nil {
