@@ -15,7 +15,7 @@ import (
 // deliveryFields names the delivery flags for the domain service's field errors.
 var deliveryFields = map[string]string{"delivery.mode": "--direct/--smtp-host", "delivery.host": "--smtp-host",
 	"delivery.port": "--smtp-port", "delivery.user": "--smtp-user", "delivery.password": "--smtp-password",
-	"delivery.tls": "--smtp-tls", "name": "DOMAIN", "host": "HOST"}
+	"delivery.tls": "--smtp-tls", "delivery.pool": "--pool", "name": "DOMAIN", "host": "HOST"}
 
 func domainCommands() *cmd {
 	one := func(run func(ctx context.Context, x *inv, a *app.App, d domain.Domain) error) func(*flag.FlagSet) runFunc {
@@ -70,10 +70,11 @@ type deliveryFlags struct {
 	direct                    *bool
 	host, user, password, tls *string
 	port                      *int
+	pool                      *string // nil: --pool not given
 }
 
-func addDeliveryFlags(fs *flag.FlagSet) deliveryFlags {
-	return deliveryFlags{
+func addDeliveryFlags(fs *flag.FlagSet) *deliveryFlags {
+	f := &deliveryFlags{
 		direct:   fs.Bool("direct", false, "deliver straight to the recipients' MX hosts"),
 		host:     fs.String("smtp-host", "", "relay through this SMTP `host`"),
 		port:     fs.Int("smtp-port", 0, "SMTP relay `port` (default 587)"),
@@ -81,19 +82,27 @@ func addDeliveryFlags(fs *flag.FlagSet) deliveryFlags {
 		password: fs.String("smtp-password", "", "SMTP relay `password` (stored encrypted)"),
 		tls:      choiceFlag(fs, "smtp-tls", "relay TLS (default starttls)", "none", "starttls", "tls"),
 	}
+	fs.Func("pool", "send direct deliveries through this egress `pool` of the --egress-file (\"\" for none)", func(v string) error {
+		f.pool = &v
+		return nil
+	})
+	return f
 }
 
 // apply returns del changed by the flags given; changed is false when no
 // delivery flag was given.
-func (f deliveryFlags) apply(del domain.Delivery) (out domain.Delivery, changed bool, err error) {
+func (f *deliveryFlags) apply(del domain.Delivery) (out domain.Delivery, changed bool, err error) {
 	relay := *f.host != "" || *f.port != 0 || *f.user != "" || *f.password != "" || *f.tls != ""
+	if f.pool != nil {
+		del.Pool, changed = *f.pool, true
+	}
 	switch {
 	case *f.direct && relay:
 		return del, false, usagef("give either --direct or the --smtp-* flags, not both")
 	case *f.direct:
-		return domain.Delivery{Mode: domain.ModeDirect}, true, nil
+		return domain.Delivery{Mode: domain.ModeDirect, Pool: del.Pool}, true, nil
 	case !relay:
-		return del, false, nil
+		return del, changed, nil
 	}
 	if del.Mode != domain.ModeSMTP {
 		if *f.host == "" {
@@ -153,7 +162,7 @@ func setupDomainUpdate(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if !changed {
-			return usagef("nothing to change: give --direct or --smtp-* flags")
+			return usagef("nothing to change: give --direct, --smtp-* or --pool flags")
 		}
 		if d, err = a.Domains.SetDelivery(ctx, d, del, true); err != nil {
 			return err
@@ -281,6 +290,9 @@ func trackingText(t domain.Tracking) string {
 }
 
 func deliveryText(d domain.Delivery) string {
+	if d.Mode == domain.ModeDirect && d.Pool != "" {
+		return "direct to MX through egress pool " + d.Pool
+	}
 	if d.Mode == domain.ModeDirect {
 		return "direct to MX"
 	}

@@ -172,6 +172,10 @@ func TestDomainUpdateAndUserEnable(t *testing.T) {
 	if dkim == nil {
 		t.Fatalf("no DKIM record in %q", before)
 	}
+	egressFile := filepath.Join(dir, "egress.toml")
+	if err := os.WriteFile(egressFile, []byte("[source.a]\n[pool.main]\nentries = [{name = \"a\"}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	steps := []struct {
 		args []string
 		code int
@@ -184,6 +188,9 @@ func TestDomainUpdateAndUserEnable(t *testing.T) {
 		{[]string{"domain", "update", "shop.example", "--direct", "--smtp-host", "x"}, 2, "either --direct or the --smtp-* flags"},
 		{[]string{"domain", "update", "shop.example", "--smtp-user", "only"}, 2, "--smtp-password: user and password go together"},
 		{[]string{"domain", "update", "shop.example", "--direct"}, 0, "shop.example now delivers direct to MX"},
+		{[]string{"domain", "update", "shop.example", "--pool", "main"}, 2, `--pool: no egress pool named "main"`},
+		{[]string{"domain", "update", "shop.example", "--egress-file", egressFile, "--pool", "main"}, 0, "direct to MX through egress pool main"},
+		{[]string{"domain", "update", "shop.example", "--pool", ""}, 0, "shop.example now delivers direct to MX\n"},
 		{[]string{"domain", "update", "shop.example", "--smtp-port", "25"}, 2, "--smtp-host is required to switch to relay delivery"},
 		{[]string{"domain", "update", "nope.example", "--direct"}, 1, "domain nope.example not found"},
 		{[]string{"user", "disable", "alice"}, 0, "disabled account alice"},

@@ -29,6 +29,7 @@ import (
 	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/dnsclient"
 	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/egress"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/httpapi"
 	"github.com/postline/postline/internal/inbound"
@@ -49,7 +50,9 @@ import (
 
 // App is a running Postline: its stores and services.
 type App struct {
-	Config   config.Config
+	Config config.Config
+	// Egress is the --egress-file's sources and pools; nil without one.
+	Egress   *egress.Config
 	Logger   *slog.Logger
 	DB       *store.DB
 	Resolver *dnsclient.Resolver
@@ -177,6 +180,11 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	if cfg.EgressFile != "" {
+		if a.Egress, err = egress.Load(cfg.EgressFile); err != nil {
+			return err
+		}
+	}
 	a.Accounts = account.NewService(store.NewAccounts(db), nil)
 	a.Accounts.SetPasswordCheckConcurrency(a.Config.PasswordCheckConcurrency)
 	a.Domains = domain.NewService(store.NewDomains(db, box), uncached, domain.Config{
@@ -187,6 +195,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		DKIMKeyBits:    opts.DKIMKeyBits,
 		ClaimTTL:       cfg.DomainClaimTTL,
 		OwnedCacheTTL:  time.Second, // another process's change is seen within it
+		HasPool:        a.Egress.HasPool,
 	})
 	a.Suppressions = suppression.NewService(store.NewSuppressions(db), nil)
 	a.keyIndex = suppression.NewKeyIndex(db.SuppressionWrites)

@@ -532,6 +532,10 @@ func TestConsoleDomainSettingsAndSignInLimit(t *testing.T) {
 	if r, page := post(url.Values{"section": {"delivery"}, "mode": {"smtp"}, "host": {"10.1.1.1"}}); r.StatusCode != 422 || !strings.Contains(page, "allowlist") {
 		t.Errorf("a relay off the allowlist: %d", r.StatusCode)
 	}
+	if r, page := post(url.Values{"section": {"delivery"}, "mode": {"direct"}, "pool": {"nope"}}); r.StatusCode != 422 ||
+		!strings.Contains(page, "delivery.pool") || !strings.Contains(page, "no egress pool named") {
+		t.Errorf("an egress pool the server does not have: %d", r.StatusCode)
+	}
 
 	if err := env.App.Accounts.SetPassword(ctx, "alice", "correct horse alice"); err != nil {
 		t.Fatal(err)

@@ -39,6 +39,11 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 		MTASTS:                  sts,
 		Logger:                  a.Logger,
 		Shaping:                 a.shapingRules,
+		Egress:                  a.Egress,
+		// Warm-up caps are per source per day whatever --rate-store says:
+		// every process sending from an address must share its count.
+		Warmup: store.NewRateCounter(a.DB),
+		Now:    a.opts.Now,
 	})
 	if err != nil {
 		return err
@@ -71,6 +76,9 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 // queued mail until ctx ends or Close. A shaping file that does not load
 // is an error.
 func (a *App) StartWorkers(ctx context.Context) error {
+	if err := a.Egress.CheckBind(); err != nil {
+		return err
+	}
 	if err := a.startShaping(ctx); err != nil {
 		return err
 	}

@@ -61,6 +61,9 @@ type Config struct {
 	// ShapingFiles are traffic-shaping files in KumoMTA's format, later ones
 	// over earlier ones (internal/shaping); none: the built-in rules.
 	ShapingFiles []string
+	// EgressFile is the egress sources and pools file (internal/egress);
+	// "" for none: every delivery leaves from the system's address.
+	EgressFile string
 
 	BlocklistFile      string        // operator blocklist: domains and addresses, one a line
 	AllowlistFile      string        // operator allowlist, same format; wins over every list
@@ -186,6 +189,13 @@ func (c *Config) absolutePaths() error {
 			return fmt.Errorf("config: database-url: %w", err)
 		}
 		c.DatabaseURL = "sqlite:" + abs
+	}
+	if c.EgressFile != "" {
+		abs, err := filepath.Abs(c.EgressFile)
+		if err != nil {
+			return fmt.Errorf("config: egress-file: %w", err)
+		}
+		c.EgressFile = abs
 	}
 	for i, p := range c.ShapingFiles {
 		abs, err := filepath.Abs(p)

@@ -74,6 +74,8 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 		cfg.ShapingFiles = append(cfg.ShapingFiles, splitList(s)...)
 		return nil
 	})
+	fs.StringVar(&cfg.EgressFile, "egress-file", "", "egress sources and pools `file` (TOML, KumoMTA's sources format): source addresses, EHLO names, "+
+		"weighted pools, warm-up schedules; a domain names its pool (postline domain update --pool)")
 	fs.StringVar(&cfg.BlocklistFile, "blocklist-file", "", "operator blocklist for validation: one domain or address a line; reloaded on change")
 	fs.StringVar(&cfg.AllowlistFile, "allowlist-file", "", "operator allowlist for validation, same format; overrides every blocklist")
 	fs.DurationVar(&cfg.ValidationCacheTTL, "validation-cache-ttl", cfg.ValidationCacheTTL, "how long definitive validation answers are cached")

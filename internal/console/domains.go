@@ -142,7 +142,7 @@ func (c *Console) domainSettings(w http.ResponseWriter, r *http.Request, s *acco
 			return fail(err)
 		}
 	case "delivery":
-		del := domain.Delivery{Mode: domain.ModeDirect}
+		del := domain.Delivery{Mode: domain.ModeDirect, Pool: strings.TrimSpace(r.PostFormValue("pool"))}
 		if r.PostFormValue("mode") == "smtp" {
 			del = domain.Delivery{Mode: domain.ModeSMTP, Host: strings.TrimSpace(r.PostFormValue("host")),
 				User: strings.TrimSpace(r.PostFormValue("user")), Password: r.PostFormValue("password"), TLS: r.PostFormValue("tls")}

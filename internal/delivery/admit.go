@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/postline/postline/internal/egress"
 	"github.com/postline/postline/internal/shaping"
 	"golang.org/x/time/rate"
 )
@@ -26,6 +27,8 @@ type Ticket struct {
 	dt         DirectTLS
 	lim        pathLimits
 	provLimits []shaping.ProviderLimit
+	source     egress.Source // the egress source (Name "" for none)
+	warmDay    time.Time     // the UTC day its warm-up cap counted it; zero: not counted
 
 	p        *path
 	g        *grant              // the connection admission took, or
@@ -67,12 +70,26 @@ func (t *Transport) admit(ctx context.Context, r Route, rcpt string, blocking bo
 	if e := checkEnvelope(Envelope{To: rcpt}); e != nil {
 		return nil, 0, e
 	}
-	tk, e := t.prepare(ctx, r, rcpt)
-	if e != nil {
+	tk, wait, e := t.prepare(ctx, r, rcpt)
+	switch {
+	case e != nil:
 		return nil, 0, e
+	case wait > 0 && blocking:
+		return nil, 0, poolWait(r.Pool, wait)
+	case wait > 0:
+		return nil, wait, nil // no source of the pool has room today
 	}
 	tk.blocking = blocking
-	now := time.Now()
+	got, wait, e := t.admitPath(ctx, tk)
+	if got == nil {
+		t.refundWarmup(tk) // not admitted: not sent today on its count
+	}
+	return got, wait, e
+}
+
+// admitPath takes what tk's egress path allows now (see Admit).
+func (t *Transport) admitPath(ctx context.Context, tk *Ticket) (*Ticket, time.Duration, *Error) {
+	blocking, now := tk.blocking, time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -106,42 +123,52 @@ func (t *Transport) admit(ctx context.Context, r Route, rcpt string, blocking bo
 	return nil, p.waitLocked(now, now, p.connStep()), nil
 }
 
-// prepare resolves r's next hop for rcpt and the shaping that applies.
-func (t *Transport) prepare(ctx context.Context, r Route, rcpt string) (*Ticket, *Error) {
+// prepare resolves r's next hop for rcpt, its egress source and the
+// shaping that applies; or how long to wait when no source of r's pool
+// has room today.
+func (t *Transport) prepare(ctx context.Context, r Route, rcpt string) (*Ticket, time.Duration, *Error) {
 	tk := &Ticket{t: t, route: r}
 	var s shaping.Settings
 	switch r.Mode {
 	case ModeDirect:
 		domain := strings.ToLower(rcpt[strings.LastIndexByte(rcpt, '@')+1:])
 		if strings.HasPrefix(domain, "[") {
-			return nil, &Error{Enhanced: "5.1.2", Stage: StageDNS,
+			return nil, 0, &Error{Enhanced: "5.1.2", Stage: StageDNS,
 				Message: fmt.Sprintf("address literal %s is not supported for direct delivery", domain)}
 		}
 		if err := r.DirectTLS.Check(); err != nil {
-			return nil, configError("%s", strings.TrimPrefix(err.Error(), "delivery: "))
+			return nil, 0, configError("%s", strings.TrimPrefix(err.Error(), "delivery: "))
 		}
 		hosts, implicit, e := t.mxHosts(ctx, domain)
 		if e != nil {
-			return nil, e
+			return nil, 0, e
 		}
 		s = t.settings(domain, hosts, r.Source)
 		tk.domain, tk.hosts, tk.implicit = domain, hosts, implicit
 		tk.site = cmp.Or(s.Site, shaping.SiteName(hosts))
-		tk.key = "mx\x00" + tk.site + "\x00" + r.Source
+		tk.source = t.namedSource(r.Source)
+		if r.Pool != "" {
+			if wait, e := t.chooseSource(ctx, tk, r.Pool); e != nil || wait > 0 {
+				return nil, wait, e
+			}
+			tk.route.Source = tk.source.Name
+			s = t.settings(domain, hosts, tk.source.Name)
+		}
+		tk.key = "mx\x00" + tk.site + "\x00" + tk.source.Name
 		tk.dt = shapedTLS(r.DirectTLS, s.Limits)
 	case ModeSMTP:
 		rr, e := relayRoute(r)
 		if e != nil {
-			return nil, e
+			return nil, 0, e
 		}
 		s = t.settings(rr.Host, []string{rr.Host}, r.Source)
 		tk.route, tk.site, tk.hosts = rr, rr.Host, []string{rr.Host}
 		tk.key = relayKey(rr) + "\x00" + r.Source
 	default:
-		return nil, configError("unknown route mode %q", r.Mode)
+		return nil, 0, configError("unknown route mode %q", r.Mode)
 	}
 	tk.lim, tk.provLimits = t.limitsOf(s.Limits), s.ProviderLimits
-	return tk, nil
+	return tk, 0, nil
 }
 
 // settings are the shaping settings in force for domain at hosts through
@@ -241,6 +268,7 @@ func (tk *Ticket) Release() {
 		g = &got
 	}
 	t.mu.Unlock()
+	t.refundWarmup(tk)
 	if g != nil {
 		t.giveBack(tk.p, *g)
 	}

@@ -133,6 +133,7 @@
 //	MX at non-public addresses only         0     5.4.4     permanent  connect
 //	bare CR or NUL in the message           0     5.6.0     permanent  data
 //	invalid Route                           0     5.3.5     permanent  connect
+//	Route.Pool not in Config.Egress         0     4.3.5     temporary  connect
 //	site backed off after consecutive       0     4.4.1     temporary  connect
 //	  failed connections (Admit)
 //	no connection free in time (Wait set:   0     4.4.5     temporary  connect
@@ -151,8 +152,15 @@
 // source, or one relay. A site is the set of a recipient domain's MX hosts
 // (named as shaping.SiteName does), so every domain hosted at the same MX
 // hosts shares one path; a domain whose shaping section says mx_rollup =
-// false is a site of its own. The source is Route.Source ("" until egress
-// pools exist; it names the path, no address is bound yet). A relay's path
+// false is a site of its own. The source is Route.Source, or the one
+// Route.Pool chooses (Config.Egress, package egress): per site and pool,
+// a smooth weighted round robin over the pool's sources whose warm-up cap
+// for the UTC day (Config.Now) has room, counted in Config.Warmup when the
+// source is chosen and given back when the delivery is not attempted
+// after all; when none has room, Admit says to wait until the next UTC
+// day. A source's source_address is bound for direct connections (only
+// MX addresses of its family are dialled) and its ehlo_domain said
+// instead of Config.HeloName; Result and Error name it. A relay's path
 // is its host, port, TLS mode and credentials. A path's connections go to
 // any MX host of its site, dialled by preference as above.
 //

@@ -64,6 +64,9 @@ type Error struct {
 	// busy at its limits). Ask Admit again after Wait; it is not an
 	// attempt and not a failure.
 	Wait time.Duration
+	// Source and SourceAddress are the egress source the attempt went
+	// out through, as in Result ("" for none).
+	Source, SourceAddress string
 }
 
 // Error formats as "delivery: rcpt mx.example.com: 550 5.1.1 no such user

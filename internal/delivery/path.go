@@ -259,4 +259,9 @@ func (t *Transport) pruneLocked(now time.Time) {
 			delete(t.provs, k)
 		}
 	}
+	for k, pk := range t.pickers {
+		if now.Sub(pk.used) > pathIdleLife {
+			delete(t.pickers, k)
+		}
+	}
 }

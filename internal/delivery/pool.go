@@ -130,7 +130,7 @@ func (t *Transport) Close() error {
 // full (an idle delivery connection is closed to make room); release
 // gives the slot back.
 func (t *Transport) MXSlot(ctx context.Context, domain string) (release func(), err error) {
-	tk, e := t.prepare(ctx, Route{Mode: ModeDirect}, "postmaster@"+domain)
+	tk, _, e := t.prepare(ctx, Route{Mode: ModeDirect}, "postmaster@"+domain)
 	if e != nil {
 		return nil, e
 	}

@@ -60,7 +60,7 @@ func (t *Transport) target(ctx context.Context, tk *Ticket, h string, sts func()
 		}
 		return tg, nil
 	}
-	tg := target{host: h, port: t.cfg.MXPort, mx: true}
+	tg := target{host: h, port: t.cfg.MXPort, mx: true, local: tk.source.Address, helo: tk.source.EHLODomain}
 	if ip, err := netip.ParseAddr(h); err == nil {
 		tg.addrs = []netip.Addr{ip.Unmap()} // an MX naming an IP, against RFC 5321 but seen
 	}

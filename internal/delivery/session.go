@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +30,16 @@ type target struct {
 	mx    bool         // direct delivery: TLS as plan says
 	plan  tlsPlan      // when mx
 	relay Route        // relay settings when !mx
+	local netip.Addr   // the egress source's address to bind; zero: the system's choice
+	helo  string       // the EHLO name; "" for Config.HeloName
+}
+
+// heloName is the EHLO name to give tg.
+func (t *Transport) heloName(tg target) string {
+	if tg.helo != "" {
+		return tg.helo
+	}
+	return t.cfg.HeloName
 }
 
 // session is one open SMTP connection, ready for a transaction.
@@ -83,6 +95,14 @@ func (t *Transport) connect(ctx context.Context, tg target) (*session, *Error) {
 			return nil, nonPublicError(tg.host, refused)
 		}
 	}
+	if tg.local.IsValid() {
+		// A source address reaches only addresses of its own family.
+		addrs = slices.DeleteFunc(slices.Clone(addrs), func(a netip.Addr) bool { return a.Is4() != tg.local.Is4() })
+		if len(addrs) == 0 {
+			return nil, &Error{Enhanced: "4.4.4", Temporary: true, Stage: StageConnect, Host: tg.host,
+				Message: fmt.Sprintf("%s has no address of the egress source's family", tg.host)}
+		}
+	}
 	var last *Error
 	for _, a := range addrs[:min(len(addrs), maxAddrs)] {
 		s, e := t.dial(ctx, tg, a, tg.mx)
@@ -105,6 +125,11 @@ func (t *Transport) dial(ctx context.Context, tg target, addr netip.Addr, tryTLS
 	d := &t.dialer
 	if tg.mx {
 		d = &t.mxDialer
+	}
+	if tg.local.IsValid() {
+		bound := *d
+		bound.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(tg.local, 0))
+		d = &bound
 	}
 	nc, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(addr, uint16(tg.port)).String())
 	if errors.Is(err, errNonPublic) {
@@ -139,7 +164,7 @@ func (t *Transport) handshake(ctx context.Context, dc *deadlineConn, tg target, 
 		nc, s.tls = tc, t.relayOutcome(tc.ConnectionState().Version)
 	}
 	s.c = t.newClient(nc)
-	if err := s.c.Hello(t.cfg.HeloName); err != nil {
+	if err := s.c.Hello(t.heloName(tg)); err != nil {
 		return nil, StageConnect, err
 	}
 	if tg.mx {
@@ -153,7 +178,7 @@ func (t *Transport) handshake(ctx context.Context, dc *deadlineConn, tg target, 
 		var version uint16
 		cfg := t.relayTLS(tg.host)
 		cfg.VerifyConnection = func(cs tls.ConnectionState) error { version = cs.Version; return nil }
-		c, err := t.startTLS(ctx, dc, cfg)
+		c, err := t.startTLS(ctx, dc, cfg, t.heloName(tg))
 		if err != nil {
 			return nil, StageTLS, err
 		}
@@ -194,7 +219,7 @@ func (t *Transport) mxTLS(ctx context.Context, dc *deadlineConn, s *session, tg 
 		return nil
 	}
 	check := &tlsCheck{plan: p, host: tg.host, roots: t.cfg.RootCAs}
-	c, err := t.startTLS(ctx, dc, check.config())
+	c, err := t.startTLS(ctx, dc, check.config(), t.heloName(tg))
 	if err != nil {
 		return err
 	}
@@ -214,8 +239,8 @@ func (t *Transport) newClient(nc net.Conn) *smtp.Client {
 // startTLS sends STARTTLS on dc (whose EHLO exchange is complete, so
 // nothing is buffered), upgrades it and returns a client on the TLS
 // connection that has said EHLO again (RFC 3207 §4.2).
-func (t *Transport) startTLS(ctx context.Context, dc *deadlineConn, cfg *tls.Config) (*smtp.Client, error) {
-	return upgrade(ctx, dc, cfg, t.newClient, t.cfg.HeloName)
+func (t *Transport) startTLS(ctx context.Context, dc *deadlineConn, cfg *tls.Config, helo string) (*smtp.Client, error) {
+	return upgrade(ctx, dc, cfg, t.newClient, helo)
 }
 
 // StartTLS upgrades conn, on which a client said EHLO and read the reply,

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/dnsclient"
+	"github.com/postline/postline/internal/egress"
 	"github.com/postline/postline/internal/message"
 	"github.com/postline/postline/internal/shaping"
 )
@@ -58,9 +59,14 @@ type Route struct {
 	DirectTLS DirectTLS
 	// Source names the egress source the delivery goes out through: its
 	// egress path is the site (or relay) through this source, and the
-	// shaping's sources."SOURCE" sections apply. "" for none. Postline
-	// binds no source address yet.
+	// shaping's sources."SOURCE" sections apply. "" for none. When
+	// Config.Egress defines it, its source_address is bound and its
+	// ehlo_domain said (direct delivery). Pool, when set, chooses it.
 	Source string
+	// Pool names the egress pool (Config.Egress) whose sources direct
+	// deliveries go out through, chosen per site by weighted round robin
+	// under their warm-up caps (egress.go). "" for none.
+	Pool string
 }
 
 // Envelope is the SMTP envelope of one message to one recipient.
@@ -77,6 +83,9 @@ type Result struct {
 	Message  string     // the final reply's text (often carries a queue id)
 	TLS      TLSOutcome // the session's TLS: version, verification, policy
 	Reused   bool       // whether the session was taken from the idle pool
+	// Source is the egress source used ("" for none) and SourceAddress
+	// its bound address ("" when the system chose).
+	Source, SourceAddress string
 }
 
 // Config configures a Transport. Only Resolver is required.
@@ -129,6 +138,15 @@ type Config struct {
 	// addresses (guard.go), for tests and simulated networks. The zero
 	// value refuses them. Relays are not affected.
 	AllowPrivate bool
+	// Egress is the egress file's sources and pools (--egress-file); nil
+	// is none, and a Route naming a pool is refused (5.3.5).
+	Egress *egress.Config
+	// Warmup counts messages per source per UTC day for warm-up caps,
+	// shared by the processes of a database (store.RateCounter). Nil: an
+	// in-process count.
+	Warmup WarmupCounter
+	// Now is the clock of warm-up days. Default time.Now.
+	Now func() time.Time
 }
 
 // Transport sends messages over SMTP, keeping idle connections for reuse.
@@ -145,7 +163,9 @@ type Transport struct {
 	provs   map[string]*provider // provider name → its shared limits
 	pruned  time.Time            // when paths were last pruned
 	closed  bool
-	closing chan struct{} // closed by Close
+	closing chan struct{}        // closed by Close
+	pickers map[string]*picker   // site and pool → its round robin
+	full    map[string]time.Time // source → the UTC day its warm-up cap was reached
 }
 
 // New checks cfg, fills in its defaults and returns a Transport.
@@ -187,6 +207,14 @@ func New(cfg Config) (*Transport, error) {
 		paths:    make(map[string]*path),
 		provs:    make(map[string]*provider),
 		closing:  make(chan struct{}),
+		pickers:  make(map[string]*picker),
+		full:     make(map[string]time.Time),
+	}
+	if t.cfg.Now == nil {
+		t.cfg.Now = time.Now
+	}
+	if t.cfg.Warmup == nil {
+		t.cfg.Warmup = newMemCounter()
 	}
 	t.tlsa, _ = cfg.Resolver.(TLSAResolver)
 	if !cfg.AllowPrivate {
@@ -231,8 +259,13 @@ func (t *Transport) SendTicket(ctx context.Context, tk *Ticket, env Envelope, ms
 	tk.ended = true
 	res, e := t.deliver(ctx, tk, env, msg)
 	if e != nil {
+		if e.Wait > 0 {
+			t.refundWarmup(tk) // not attempted: its warm-up count goes back
+		}
+		e.Source, e.SourceAddress = tk.sourceNames()
 		return Result{}, e
 	}
+	res.Source, res.SourceAddress = tk.sourceNames()
 	return res, nil
 }
 

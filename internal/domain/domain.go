@@ -41,6 +41,9 @@ type Delivery struct {
 	User     string
 	Password string // plain in memory; sealed at rest
 	TLS      string // TLSNone, TLSStartTLS, TLSImplicit
+	// Pool is the egress pool (--egress-file) direct deliveries go out
+	// through; "" for none.
+	Pool string
 }
 
 // Domain is a sending domain.

@@ -32,6 +32,9 @@ type Config struct {
 	// from memory (cache.go); 0 reads it every time.
 	OwnedCacheTTL time.Duration
 	Now           func() time.Time
+	// HasPool reports whether the egress file defines a pool; nil: none
+	// is defined, and only "" may be set.
+	HasPool func(name string) bool
 }
 
 // Service is the domain capability.
@@ -359,6 +362,10 @@ func (s *Service) SetDelivery(ctx context.Context, d Domain, del Delivery, trust
 }
 
 func (s *Service) checkDelivery(fe apperr.FieldErrors, del *Delivery, trusted bool) {
+	del.Pool = strings.TrimSpace(del.Pool)
+	if del.Pool != "" && (s.cfg.HasPool == nil || !s.cfg.HasPool(del.Pool)) {
+		fe.Add("delivery.pool", fmt.Sprintf("no egress pool named %q in the egress file", del.Pool))
+	}
 	switch del.Mode {
 	case ModeDirect:
 		if del.Host != "" || del.User != "" || del.Password != "" {
@@ -367,6 +374,9 @@ func (s *Service) checkDelivery(fe apperr.FieldErrors, del *Delivery, trusted bo
 		del.Port, del.TLS = 0, ""
 		return
 	case ModeSMTP:
+		if del.Pool != "" {
+			fe.Add("delivery.pool", "egress pools apply to direct delivery only")
+		}
 	default:
 		fe.Add("delivery.mode", "must be direct or smtp")
 		return

@@ -44,6 +44,7 @@ type deliveryJSON struct {
 	Password    string `json:"password,omitempty"` // input only; never rendered
 	PasswordSet bool   `json:"password_set"`
 	TLS         string `json:"tls,omitempty"`
+	Pool        string `json:"pool,omitempty"` // the egress pool; "" for none
 }
 
 func timeJSON(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
@@ -62,7 +63,7 @@ func (s *Server) domainView(d domain.Domain, recs []domain.Record) domainJSON {
 	v := domainJSON{
 		Name: d.Name, Verified: d.Verified(), CreatedAt: timeJSON(d.CreatedAt),
 		Delivery: deliveryJSON{Mode: d.Delivery.Mode, Host: d.Delivery.Host, Port: d.Delivery.Port,
-			User: d.Delivery.User, PasswordSet: d.Delivery.Password != "", TLS: d.Delivery.TLS},
+			User: d.Delivery.User, PasswordSet: d.Delivery.Password != "", TLS: d.Delivery.TLS, Pool: d.Delivery.Pool},
 		TrackingDomain: optional(d.TrackingDomain), AuthDomain: optional(d.AuthDomain), Tracking: d.Tracking,
 		DKIMSelector: d.DKIMSelector, DNSRecords: recs, Unreadable: d.Unreadable,
 		Claim: claimJSON{Status: d.ClaimStatus(), Reason: d.ClaimEnded},
@@ -91,7 +92,7 @@ func (s *Server) handleCreateDomain(w http.ResponseWriter, r *http.Request, p ac
 	}
 	d, err := s.Domains.Add(r.Context(), domain.AddParams{AccountID: p.AccountID, Name: in.Name, Delivery: domain.Delivery{
 		Mode: in.Delivery.Mode, Host: in.Delivery.Host, Port: in.Delivery.Port, User: in.Delivery.User,
-		Password: in.Delivery.Password, TLS: in.Delivery.TLS}})
+		Password: in.Delivery.Password, TLS: in.Delivery.TLS, Pool: in.Delivery.Pool}})
 	if err != nil {
 		return err
 	}
@@ -260,5 +261,47 @@ func (s *Server) handleSetTrackingOptions(w http.ResponseWriter, r *http.Request
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": "Tracking settings updated", "data": s.domainView(d, nil)})
+	return nil
+}
+
+// handleSetDelivery changes a domain's delivery settings: the fields
+// given, the others kept as stored (switching to direct drops the relay's).
+func (s *Server) handleSetDelivery(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	var in struct {
+		Mode     *string `json:"mode"`
+		Host     *string `json:"host"`
+		Port     *int    `json:"port"`
+		User     *string `json:"user"`
+		Password *string `json:"password"`
+		TLS      *string `json:"tls"`
+		Pool     *string `json:"pool"`
+	}
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	d, err := s.Domains.Owned(r.Context(), p.AccountID, r.PathValue("domain"))
+	if err == nil {
+		d, err = s.Domains.Current(r.Context(), d)
+	}
+	if err != nil {
+		return err
+	}
+	del := d.Delivery
+	if in.Mode != nil && *in.Mode != del.Mode {
+		del = domain.Delivery{Mode: *in.Mode, Pool: del.Pool}
+	}
+	for _, f := range []struct{ in, out *string }{{in.Host, &del.Host}, {in.User, &del.User},
+		{in.Password, &del.Password}, {in.TLS, &del.TLS}, {in.Pool, &del.Pool}} {
+		if f.in != nil {
+			*f.out = *f.in
+		}
+	}
+	if in.Port != nil {
+		del.Port = *in.Port
+	}
+	if d, err = s.Domains.SetDelivery(r.Context(), d, del, false); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": "Delivery settings updated", "data": s.domainView(d, nil)})
 	return nil
 }

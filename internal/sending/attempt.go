@@ -137,7 +137,7 @@ func tlsDetails(o delivery.TLSOutcome) map[string]any {
 
 func route(d domain.Domain) delivery.Route {
 	return delivery.Route{Mode: d.Delivery.Mode, Host: d.Delivery.Host, Port: d.Delivery.Port, User: d.Delivery.User,
-		Password: d.Delivery.Password, TLS: d.Delivery.TLS}
+		Password: d.Delivery.Password, TLS: d.Delivery.TLS, Pool: d.Delivery.Pool}
 }
 
 // record turns the transport's answer into the delivery's next state and
@@ -147,7 +147,8 @@ func (w *Worker) record(ctx context.Context, a attemptRun, res delivery.Result, 
 	if err == nil {
 		w.finish(ctx, d, Outcome{Transport: transport, TLS: res.TLS.Label(), State: StateDelivered, Code: res.Code, Message: res.Message}, []event.Entry{
 			a.sendEntry(), deliveryEntry(d, event.Delivered, now, map[string]any{"smtp_code": res.Code, "enhanced_code": res.Enhanced,
-				"smtp_message": res.Message, "mx_host": res.Host, "attempt": d.Attempts, "tls": tlsDetails(res.TLS)})}, nil)
+				"smtp_message": res.Message, "mx_host": res.Host, "attempt": d.Attempts, "tls": tlsDetails(res.TLS),
+				"source": res.Source, "source_address": res.SourceAddress})}, nil)
 		return
 	}
 	e := delivery.Classify(err)
@@ -159,7 +160,8 @@ func (w *Worker) record(ctx context.Context, a attemptRun, res delivery.Result, 
 			"temporary", e.Temporary, "error", e.Err)
 	}
 	details := map[string]any{"smtp_code": e.Code, "enhanced_code": e.Enhanced, "smtp_message": e.Message,
-		"mx_host": e.Host, "stage": e.Stage, "attempt": d.Attempts, "tls": tlsDetails(e.TLS)}
+		"mx_host": e.Host, "stage": e.Stage, "attempt": d.Attempts, "tls": tlsDetails(e.TLS),
+		"source": e.Source, "source_address": e.SourceAddress}
 	if e.Temporary {
 		fail := deliveryEntry(d, event.TemporaryFail, now, details)
 		next, ok := w.cfg.Policy.Next(d.Since(), now, d.Attempts, e.RetryAfter())

@@ -115,6 +115,7 @@ func (ss *session) Data(r io.Reader) error {
 		Data:       data,
 		ReceivedAt: time.Now(),
 		Helo:       ss.conn.Hostname(),
+		RemoteAddr: ss.conn.Conn().RemoteAddr().String(),
 		AuthUser:   ss.authUser,
 		TLS:        isTLS,
 		MailOpts:   ss.mailOpts,

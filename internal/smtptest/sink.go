@@ -68,6 +68,7 @@ type Message struct {
 	Data       []byte   // as sent, dot-unstuffed, CRLF line endings
 	ReceivedAt time.Time
 	Helo       string // the EHLO/HELO name
+	RemoteAddr string // the client's address and port, as the server saw them
 	AuthUser   string // "" when the client did not authenticate
 	TLS        bool   // whether STARTTLS was in effect
 	MailOpts   smtp.MailOptions

@@ -26,17 +26,17 @@ func NewDomains(db *DB, box *secret.Box) Domains { return Domains{db: db, box: b
 
 const domainCols = `id, account_id, name, created_at, verified_at, dkim_selector, dkim_key, dkim_public,
 	delivery_mode, smtp_host, smtp_port, smtp_user, smtp_password, smtp_tls, tracking_domain, auth_domain, track_opens, track_clicks, track_unsubscribe,
-	claim_expires_at, claim_ended`
+	claim_expires_at, claim_ended, egress_pool`
 
 // CreateDomain implements domain.Store.
 func (s Domains) CreateDomain(ctx context.Context, d domain.Domain) (domain.Domain, error) {
 	err := s.db.w.QueryRowContext(ctx, `INSERT INTO domains (account_id, name, created_at, verified_at,
 		dkim_selector, dkim_key, dkim_public, delivery_mode, smtp_host, smtp_port, smtp_user, smtp_password,
-		smtp_tls, tracking_domain, auth_domain, claim_expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id`,
+		smtp_tls, tracking_domain, auth_domain, claim_expires_at, egress_pool)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING id`,
 		d.AccountID, d.Name, ms(d.CreatedAt), msPtr(d.VerifiedAt), d.DKIMSelector, s.box.Seal(d.DKIMPrivateKey), d.DKIMPublicKey,
 		d.Delivery.Mode, d.Delivery.Host, d.Delivery.Port, d.Delivery.User, s.sealPassword(d.Delivery.Password),
-		d.Delivery.TLS, d.TrackingDomain, d.AuthDomain, msPtr(d.ClaimExpiresAt)).Scan(&d.ID)
+		d.Delivery.TLS, d.TrackingDomain, d.AuthDomain, msPtr(d.ClaimExpiresAt), d.Delivery.Pool).Scan(&d.ID)
 	if isUnique(err) {
 		return d, apperr.Errorf(apperr.Conflict, "domain exists")
 	}
@@ -65,7 +65,7 @@ func (s Domains) scan(row interface{ Scan(...any) error }) (domain.Domain, error
 	err := row.Scan(&d.ID, &d.AccountID, &d.Name, &created, &verified, &d.DKIMSelector, &key, &d.DKIMPublicKey,
 		&d.Delivery.Mode, &d.Delivery.Host, &d.Delivery.Port, &d.Delivery.User, &password, &d.Delivery.TLS,
 		&d.TrackingDomain, &d.AuthDomain, &d.Tracking.Opens, &d.Tracking.Clicks, &d.Tracking.Unsubscribe,
-		&expires, &d.ClaimEnded)
+		&expires, &d.ClaimEnded, &d.Delivery.Pool)
 	if err != nil {
 		return d, err
 	}
@@ -137,11 +137,12 @@ func (s Domains) UpdateDomain(ctx context.Context, d domain.Domain) error {
 func (s Domains) update(ctx context.Context, q Querier, d domain.Domain) error {
 	err := exec1(ctx, q, "domain", `UPDATE domains SET verified_at = $2, delivery_mode = $3, smtp_host = $4,
 		smtp_port = $5, smtp_user = $6, smtp_password = $7, smtp_tls = $8, tracking_domain = $9, auth_domain = $10,
-		track_opens = $11, track_clicks = $12, track_unsubscribe = $13, claim_expires_at = $14, claim_ended = $15
+		track_opens = $11, track_clicks = $12, track_unsubscribe = $13, claim_expires_at = $14, claim_ended = $15,
+		egress_pool = $16
 		WHERE id = $1`,
 		d.ID, msPtr(d.VerifiedAt), d.Delivery.Mode, d.Delivery.Host, d.Delivery.Port, d.Delivery.User,
 		s.sealPassword(d.Delivery.Password), d.Delivery.TLS, d.TrackingDomain, d.AuthDomain,
-		b2i(d.Tracking.Opens), b2i(d.Tracking.Clicks), b2i(d.Tracking.Unsubscribe), msPtr(d.ClaimExpiresAt), d.ClaimEnded)
+		b2i(d.Tracking.Opens), b2i(d.Tracking.Clicks), b2i(d.Tracking.Unsubscribe), msPtr(d.ClaimExpiresAt), d.ClaimEnded, d.Delivery.Pool)
 	if isUnique(err) {
 		return apperr.Errorf(apperr.Conflict, "a name of domain %s is verified by another account", d.Name)
 	}
