@@ -98,8 +98,9 @@ func (a *App) sweepSpool() {
 // the handler, waiting for it as long as ReadTimeout (5 min) with the
 // connection busy, so not evictable: 2,000 requests promising a body they
 // never sent filled the listener and took /readyz down (the third outside
-// review). A past read deadline makes the discard fail, and the
-// connection closes or turns idle.
+// review). A read deadline unreadBodyGrace away bounds the discard: a
+// client that is sending its body has time to finish (and reads the
+// answer rather than a reset), one that is not is cut.
 func closeUnreadBodies(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
@@ -110,10 +111,14 @@ func closeUnreadBodies(h http.Handler) http.Handler {
 		r.Body = b
 		h.ServeHTTP(w, r)
 		if !b.eof.Load() {
-			http.NewResponseController(w).SetReadDeadline(time.Now()) //nolint:errcheck // a hijacked conn is not ours to bound
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(unreadBodyGrace)) //nolint:errcheck // a hijacked conn is not ours to bound
 		}
 	})
 }
+
+// unreadBodyGrace is how long the rest of a body no handler read may take
+// to arrive (net/http reads up to 256 KiB of it to keep the connection).
+const unreadBodyGrace = 2 * time.Second
 
 // eofBody notes whether its reader reached the end.
 type eofBody struct {
