@@ -81,7 +81,7 @@ max_deliveries_per_connection = 10
 		if peak := e.sink.MaxOpen(); peak > 3 {
 			t.Errorf("%d connections open at once, want at most connection_limit = 3", peak)
 		}
-		if most := mostInWindow(msgs, 900*time.Millisecond); most > 50 {
+		if most := smtptest.MostWithin(msgs, 900*time.Millisecond); most > 50 {
 			t.Errorf("%d messages within 900ms, want at most 50 (max_message_rate = 50/s)", most)
 		}
 		if n := e.sink.Sessions(); n < 20 {
@@ -121,27 +121,6 @@ func waitSettled(t *testing.T, e *sendEnv, n int) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// mostInWindow is the most messages received within any window of d.
-func mostInWindow(msgs []smtptest.Message, d time.Duration) int {
-	times := make([]time.Time, len(msgs))
-	for i, m := range msgs {
-		times[i] = m.ReceivedAt
-	}
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
-	most := 0
-	for i, t0 := range times {
-		n := 0
-		for _, t1 := range times[i:] {
-			if t1.Sub(t0) >= d {
-				break
-			}
-			n++
-		}
-		most = max(most, n)
-	}
-	return most
 }
 
 // A site held back by its limits does not hold the workers: while 100

@@ -147,33 +147,12 @@ func TestMessageRate(t *testing.T) {
 	if len(msgs) != 30 {
 		t.Fatalf("sink got %d messages, want 30", len(msgs))
 	}
-	if most := mostInWindow(msgs, 900*time.Millisecond); most > 20 {
+	if most := smtptest.MostWithin(msgs, 900*time.Millisecond); most > 20 {
 		t.Errorf("%d messages arrived within 900ms, want at most 20 (20/s)", most)
 	}
 	if elapsed < 29*50*time.Millisecond*9/10 {
 		t.Errorf("30 messages at 20/s took %v, want about 1.45s", elapsed)
 	}
-}
-
-// mostInWindow is the most messages received within any window of d.
-func mostInWindow(msgs []smtptest.Message, d time.Duration) int {
-	times := make([]time.Time, len(msgs))
-	for i, m := range msgs {
-		times[i] = m.ReceivedAt
-	}
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
-	most := 0
-	for i, t0 := range times {
-		n := 0
-		for _, t1 := range times[i:] {
-			if t1.Sub(t0) >= d {
-				break
-			}
-			n++
-		}
-		most = max(most, n)
-	}
-	return most
 }
 
 // Admit never waits: past what a path's limits allow now (one
@@ -469,7 +448,7 @@ connection_limit = 5
 	if n := f.sessions(); n != 15 {
 		t.Fatalf("%d sessions for 15 messages at one a connection", n)
 	}
-	if most := mostInWindow(f.sink.Messages(), 900*time.Millisecond); most > 10 {
+	if most := smtptest.MostWithin(f.sink.Messages(), 900*time.Millisecond); most > 10 {
 		t.Errorf("%d connections (one message each) within 900ms, want at most 10 (10/s)", most)
 	}
 }

@@ -348,3 +348,25 @@ func SilentCounting(t testing.TB, addr string) (*net.TCPAddr, func() int) {
 		return len(conns)
 	}
 }
+
+// MostWithin is the most of msgs received within any window of d: what a
+// receiver's limit of messages per d would have counted.
+func MostWithin(msgs []Message, d time.Duration) int {
+	times := make([]time.Time, len(msgs))
+	for i, m := range msgs {
+		times[i] = m.ReceivedAt
+	}
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	most := 0
+	for i, t0 := range times {
+		n := 0
+		for _, t1 := range times[i:] {
+			if t1.Sub(t0) >= d {
+				break
+			}
+			n++
+		}
+		most = max(most, n)
+	}
+	return most
+}
