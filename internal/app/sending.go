@@ -39,6 +39,7 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 		MTASTS:                  sts,
 		Logger:                  a.Logger,
 		Shaping:                 a.shapingRules,
+		Overrides:               a.shapingOverrides,
 	})
 	if err != nil {
 		return err
@@ -78,6 +79,7 @@ func (a *App) StartWorkers(ctx context.Context) error {
 		return err
 	}
 	a.closers = append(a.closers, func() error { a.Worker.Stop(); return nil })
+	a.watchAutomation(ctx)
 	return nil
 }
 

@@ -26,6 +26,7 @@ type Ticket struct {
 	dt         DirectTLS
 	lim        pathLimits
 	provLimits []shaping.ProviderLimit
+	rules      []shaping.Rule // the automation rules in force for the site
 
 	p        *path
 	g        *grant              // the connection admission took, or
@@ -128,6 +129,7 @@ func (t *Transport) prepare(ctx context.Context, r Route, rcpt string) (*Ticket,
 		tk.domain, tk.hosts, tk.implicit = domain, hosts, implicit
 		tk.site = cmp.Or(s.Site, shaping.SiteName(hosts))
 		tk.key = "mx\x00" + tk.site + "\x00" + r.Source
+		s.Limits = t.overridden(ctx, tk.site, s.Limits)
 		tk.dt = shapedTLS(r.DirectTLS, s.Limits)
 	case ModeSMTP:
 		rr, e := relayRoute(r)
@@ -137,10 +139,11 @@ func (t *Transport) prepare(ctx context.Context, r Route, rcpt string) (*Ticket,
 		s = t.settings(rr.Host, []string{rr.Host}, r.Source)
 		tk.route, tk.site, tk.hosts = rr, rr.Host, []string{rr.Host}
 		tk.key = relayKey(rr) + "\x00" + r.Source
+		s.Limits = t.overridden(ctx, tk.site, s.Limits)
 	default:
 		return nil, configError("unknown route mode %q", r.Mode)
 	}
-	tk.lim, tk.provLimits = t.limitsOf(s.Limits), s.ProviderLimits
+	tk.lim, tk.provLimits, tk.rules = t.limitsOf(s.Limits), s.ProviderLimits, s.Automation
 	return tk, nil
 }
 

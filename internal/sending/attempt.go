@@ -91,6 +91,7 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 		return
 	}
 	w.cfg.Metrics.attempted(dom.Delivery.Mode, time.Since(started))
+	w.react(ctx, tk, dom.AccountID, res, err)
 	w.record(ctx, a, res, err)
 }
 

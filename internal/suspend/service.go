@@ -216,3 +216,16 @@ func normalize(kind Kind, value string) (string, error) {
 	}
 	return v, nil
 }
+
+// All returns every suspension in force that ok accepts, from the same
+// copy as Suspended.
+func (s *Service) All(ctx context.Context, ok func(Suspension) bool) []Suspension {
+	now := s.cfg.Now()
+	var out []Suspension
+	for _, sp := range s.current(ctx) {
+		if sp.InForce(now) && ok(sp) {
+			out = append(out, sp)
+		}
+	}
+	return out
+}
