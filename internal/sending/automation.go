@@ -272,3 +272,12 @@ func (w *Worker) react(ctx context.Context, tk *delivery.Ticket, accountID int64
 	line, internal := ReplyOf(res, err)
 	w.automation.Observe(ctx, Reply{Site: tk.Site(), AccountID: accountID, Rules: tk.Automation(), Line: line, Internal: internal})
 }
+
+// ActionSite is the site an automation action applies to: the value of a
+// site suspension, the part after "@" of a tenant's or an override's.
+func ActionSite(sp suspend.Suspension) string {
+	if sp.Kind == suspend.Site {
+		return sp.Value
+	}
+	return sp.Value[strings.LastIndexByte(sp.Value, '@')+1:]
+}

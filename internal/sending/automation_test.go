@@ -114,7 +114,9 @@ trigger = {Threshold="3/min"}
 `)
 	b := newAutomation(t)
 	site := "mx.slow.example"
-	see := func() { b.auto.Observe(ctx, sending.Reply{Site: site, AccountID: 7, Rules: rules, Line: "421 4.7.0 slow down"}) }
+	see := func() {
+		b.auto.Observe(ctx, sending.Reply{Site: site, AccountID: 7, Rules: rules, Line: "421 4.7.0 slow down"})
+	}
 	see()
 	*b.clock = b.clock.Add(50 * time.Second)
 	see()
