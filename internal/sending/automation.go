@@ -62,6 +62,9 @@ func NewAutomation(cfg AutomationConfig) *Automation {
 	a := &Automation{cfg: cfg, seen: map[string][]time.Time{}, known: map[int64]suspend.Suspension{},
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "postline_shaping_actions_total",
 			Help: "Actions of automation rules put in force (Suspend, SuspendTenant, SetConfig)."}, []string{"action"})}
+	for _, k := range []shaping.ActionKind{shaping.ActionSuspend, shaping.ActionSuspendTenant, shaping.ActionSetConfig} {
+		a.actions.WithLabelValues(string(k)) // exported at 0 before the first
+	}
 	if cfg.Registry != nil {
 		cfg.Registry.MustRegister(a.actions)
 	}
@@ -280,4 +283,10 @@ func ActionSite(sp suspend.Suspension) string {
 		return sp.Value
 	}
 	return sp.Value[strings.LastIndexByte(sp.Value, '@')+1:]
+}
+
+// AutomationActions lists the actions automation rules have in force now,
+// for the operator.
+func (q *Queue) AutomationActions(ctx context.Context) ([]suspend.Suspension, error) {
+	return InForce(ctx, q.ctl.Suspensions)
 }
