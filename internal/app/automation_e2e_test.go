@@ -50,6 +50,12 @@ func TestAdminShapingListsActions(t *testing.T) {
 				got[0]["rule"] != auto[0].ID || got[0]["reply"] != "421 4.7.28 rate limited" || got[0]["until"] == nil {
 				t.Fatalf("actions in force = %v", got)
 			}
+			b := &browser{t: t, base: e.URL}
+			b.signIn("operator", e.op.Key, "/")
+			if r, page := b.do("GET", "/admin", nil, nil); r.StatusCode != 200 || !strings.Contains(page, "Automation actions") ||
+				!strings.Contains(page, "<td>mx.slow.example</td><td>Suspend</td>") || !strings.Contains(page, "421 4.7.28 rate limited") {
+				t.Errorf("the operator page does not list the action: %d\n%s", r.StatusCode, page)
+			}
 			metrics := string(e.Do(apitest.Request{Method: "GET", Path: "/metrics"}).Body)
 			if !strings.Contains(metrics, `postline_shaping_actions_total{action="Suspend"} 1`) {
 				t.Errorf("metrics do not count the action:\n%s", grepLines(metrics, "postline_shaping"))
