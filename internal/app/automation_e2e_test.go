@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/postline/postline/internal/apitest"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/shaping"
+	"github.com/postline/postline/internal/store"
 	"github.com/postline/postline/internal/testutil"
 )
 
@@ -76,4 +78,41 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A SuspendTenant action holds the sending account's deliveries to the
+// site (pending, not attempted), not its deliveries elsewhere, and they
+// go once the duration ends.
+func TestAutomationSuspendTenant(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		e := startQueue(t, d)
+		path := filepath.Join(t.TempDir(), "shaping.toml")
+		os.WriteFile(path, []byte("[[\"default\".automation]]\nregex = \"^421 \"\naction = \"SuspendTenant\"\nduration = \"3s\"\n"), 0o600)
+		rules, err := shaping.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		auto := rules.For("rcpt.example.net", []string{"mx.rcpt.example.net"}, "").Automation
+		e.App.Automation.Observe(context.Background(), sending.Reply{Site: "mx.rcpt.example.net", AccountID: e.news.AccountID,
+			Rules: auto, Line: "421 4.7.0 too many messages from this sender"})
+		start := time.Now()
+		e.sendFrom(t, "shop.example.com", "a@rcpt.example.net", "b@other-rcpt.net")
+		if _, err := e.sink.WaitForMessages(ctxTimeout(t, 15*time.Second), 1); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Until(start.Add(1500 * time.Millisecond)))
+		if got := e.sinkHas(); !slices.Equal(got, []string{"b@other-rcpt.net"}) {
+			t.Fatalf("the sink received %v during the tenant's suspension; want other-rcpt.net's alone", got)
+		}
+		if state, attempts := e.delivery(t, "a@rcpt.example.net"); state != "pending" || attempts != 0 {
+			t.Errorf("delivery held for the tenant at its site: %s, attempt %d; want pending, 0", state, attempts)
+		}
+		if _, err := e.sink.WaitForMessages(ctxTimeout(t, 10*time.Second), 2); err != nil {
+			t.Fatalf("after the suspension's end: %v", err)
+		}
+		if _, attempts := e.delivery(t, "a@rcpt.example.net"); attempts != 1 {
+			t.Errorf("delivered at attempt %d; want 1", attempts)
+		}
+	})
 }

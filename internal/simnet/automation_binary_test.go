@@ -119,6 +119,9 @@ duration = "3s"
 		!strings.Contains(status, "slow.simnet.test") {
 		t.Errorf("shaping status during the suspension:\n%s\nwant the Suspend action, its reply and the site", status)
 	}
+	if show := s.cli(t, "shaping", "show", p.Domains()[1]); !strings.Contains(show, "in_force = Suspend until") {
+		t.Errorf("shaping show during the suspension:\n%s\nwant an in_force = Suspend line", show)
+	}
 	sleepUntil(refused.Time.Add(2500 * time.Millisecond))
 	if during := p.Stats(local); during.Connections != before.Connections || during.Messages != before.Messages {
 		t.Errorf("during the suspension the provider saw %d new connections and %d messages; want none",
