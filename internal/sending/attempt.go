@@ -91,8 +91,9 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 		return
 	}
 	w.cfg.Metrics.attempted(dom.Delivery.Mode, time.Since(started))
-	w.react(ctx, tk, dom.AccountID, res, err)
 	w.record(ctx, a, res, err)
+	w.react(ctx, tk, dom.AccountID, res, err) // after: a rule firing does not delay the outcome
+
 }
 
 // attemptRun is an attempt under way: the delivery, its transport and

@@ -40,6 +40,9 @@ type Automation struct {
 	// known is what this process last saw in force, so that Watch can log
 	// when it ends.
 	known map[int64]suspend.Suspension
+	// applying is what goroutines are putting in force: replies that
+	// match together do not put it in force twice.
+	applying map[string]bool
 }
 
 // AutomationConfig configures Automation.
@@ -60,6 +63,7 @@ func NewAutomation(cfg AutomationConfig) *Automation {
 		cfg.Now = time.Now
 	}
 	a := &Automation{cfg: cfg, seen: map[string][]time.Time{}, known: map[int64]suspend.Suspension{},
+		applying: map[string]bool{},
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "postline_shaping_actions_total",
 			Help: "Actions of automation rules put in force (Suspend, SuspendTenant, SetConfig)."}, []string{"action"})}
 	for _, k := range []shaping.ActionKind{shaping.ActionSuspend, shaping.ActionSuspendTenant, shaping.ActionSetConfig} {
@@ -153,8 +157,13 @@ func (a *Automation) apply(ctx context.Context, r Reply, rule shaping.Rule, act 
 		kind, value = suspend.Override, act.Name+"@"+r.Site
 	}
 	value = strings.ToLower(value)
+	done, ok := a.claim(string(kind) + "\x00" + value + "\x00" + rule.ID + "\x00" + act.String())
+	if !ok {
+		return // replies that came together: the first puts it in force
+	}
+	defer done()
 	if sp, ok := a.cfg.Suspensions.Holding(ctx, kind, value); ok && sp.Rule == rule.ID && sp.Action == act.String() {
-		return
+		return // in force already, put there by this process or another
 	}
 	sp, err := a.cfg.Suspensions.Suspend(ctx, suspend.Request{Kind: kind, Value: value, Duration: rule.Duration,
 		Reason: fmt.Sprintf("automation rule %s (%s) matched %q", rule.ID, rule.Origin, r.Line), By: suspend.ByAutomation,
@@ -170,6 +179,23 @@ func (a *Automation) apply(ctx context.Context, r Reply, rule shaping.Rule, act 
 	a.mu.Unlock()
 	a.cfg.Logger.Warn("shaping: automation action in force", "site", r.Site, "action", act.String(), "target", value,
 		"rule", rule.ID, "origin", rule.Origin, "reply", r.Line, "until", sp.Until)
+}
+
+// claim reports whether this process may put the action key in force
+// now: not while another goroutine is doing it (after that, Holding sees
+// it). done ends the claim.
+func (a *Automation) claim(key string) (done func(), ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.applying[key] {
+		return nil, false
+	}
+	a.applying[key] = true
+	return func() {
+		a.mu.Lock()
+		delete(a.applying, key)
+		a.mu.Unlock()
+	}, true
 }
 
 // Overrides is the limits SetConfig actions override for site now, from

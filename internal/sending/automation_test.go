@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/postline/postline/internal/store"
 	"github.com/postline/postline/internal/suspend"
 	"github.com/postline/postline/internal/testutil"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // automationRules loads a shaping file and returns the automation rules
@@ -139,4 +141,43 @@ trigger = {Threshold="3/min"}
 	if _, ok := b.susp.Holding(ctx, suspend.Tenant, "7@"+site); !ok {
 		t.Error("account 7 is not suspended at the site")
 	}
+}
+
+// Replies that match together (deliveries under way on several
+// connections) put the action in force once: one activation counted.
+func TestAutomationConcurrentMatchesActOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rules := automationRules(t, "[[\"slow.example\".automation]]\nregex = \"4\\\\.7\\\\.28\"\naction = \"Suspend\"\nduration = \"1 hour\"\n")
+	reg := prometheus.NewRegistry()
+	susp := suspend.New(store.NewSuspensions(testutil.OpenDB(t, store.SQLite)), suspend.Config{})
+	auto := sending.NewAutomation(sending.AutomationConfig{Suspensions: susp, Registry: reg})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			auto.Observe(ctx, sending.Reply{Site: "mx.slow.example", Rules: rules, Line: "421 4.7.28 slow down"})
+		})
+	}
+	wg.Wait()
+	if got := suspendCount(t, reg); got != 1 {
+		t.Errorf("postline_shaping_actions_total{action=\"Suspend\"} = %v after 8 replies together; want 1", got)
+	}
+}
+
+// suspendCount reads postline_shaping_actions_total{action="Suspend"}.
+func suspendCount(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if mf.GetName() == "postline_shaping_actions_total" && m.GetLabel()[0].GetValue() == "Suspend" {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatal("postline_shaping_actions_total{action=\"Suspend\"} not exported")
+	return 0
 }
