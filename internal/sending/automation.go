@@ -291,15 +291,15 @@ func (a *Automation) watchOnce(ctx context.Context) {
 
 // UseAutomation makes the worker match the replies its attempts get
 // against the automation rules. Call it before Start.
-func (w *Worker) UseAutomation(a *Automation) { w.automation = a }
+func (w *Worker) UseAutomation(a *Automation) { w.auto = a }
 
 // react hands the reply an admitted attempt got to the automation.
 func (w *Worker) react(ctx context.Context, tk *delivery.Ticket, accountID int64, res delivery.Result, err error) {
-	if w.automation == nil || tk == nil || len(tk.Automation()) == 0 {
+	if w.auto == nil || tk == nil || len(tk.Automation()) == 0 {
 		return
 	}
 	line, internal := ReplyOf(res, err)
-	w.automation.Observe(ctx, Reply{Site: tk.Site(), AccountID: accountID, Rules: tk.Automation(), Line: line, Internal: internal})
+	w.auto.Observe(ctx, Reply{Site: tk.Site(), AccountID: accountID, Rules: tk.Automation(), Line: line, Internal: internal})
 }
 
 // ActionSite is the site an automation action applies to: the value of a

@@ -56,22 +56,22 @@ type WorkerConfig struct {
 
 // Worker drains the queue: claims due deliveries and attempts them.
 type Worker struct {
-	cfg        WorkerConfig
-	store      Store
-	events     *event.Service
-	domains    *domain.Service
-	supp       *suppression.Service
-	transport  Transport
-	limiter    *ratelimit.Limiter
-	owner      string
-	wakeCh     chan struct{}
-	alarm      alarm // wakes the claim loop when a released delivery comes due
-	sends      *sendCache
-	signers    signerCache
-	heavy      chan struct{}         // attachment processing at once (decoded images, PDFs)
-	completes  *batcher[*completion] // group commit of outcomes (batch_complete.go)
-	holds      *Holds                // operator suspensions (hold.go); nil: none
-	automation *Automation           // automation rules' actions (automation.go); nil: none
+	cfg       WorkerConfig
+	store     Store
+	events    *event.Service
+	domains   *domain.Service
+	supp      *suppression.Service
+	transport Transport
+	limiter   *ratelimit.Limiter
+	owner     string
+	wakeCh    chan struct{}
+	alarm     alarm // wakes the claim loop when a released delivery comes due
+	sends     *sendCache
+	signers   signerCache
+	heavy     chan struct{}         // attachment processing at once (decoded images, PDFs)
+	completes *batcher[*completion] // group commit of outcomes (batch_complete.go)
+	holds     *Holds                // operator suspensions (hold.go); nil: none
+	auto      *Automation           // automation rules' actions (automation.go); nil: none
 
 	// attemptEWMA is the moving mean of attempt durations (ns); it starts
 	// at 0, and a few slow attempts lift it past quickAttempt.
