@@ -7,11 +7,15 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/postline/postline/internal/app"
 	"github.com/postline/postline/internal/delivery"
 	"github.com/postline/postline/internal/dnsclient"
+	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/shaping"
+	"github.com/postline/postline/internal/suspend"
 )
 
 func shapingCommands() *cmd {
@@ -19,10 +23,15 @@ func shapingCommands() *cmd {
 		{name: "show", args: "DOMAIN", destination: true,
 			summary: "print a destination domain's site, provider, effective limits and automation rules",
 			help: "Reads the same settings as `serve` (--shaping-file, --dns-server) and resolves DOMAIN's MX hosts;\n" +
-				"it opens no database, so it runs beside a running server. Limits are printed one a line as\n" +
+				"it only reads the database (the automation actions in force), so it runs beside a running\n" +
+				"server on the same data directory. Limits are printed one a line as\n" +
 				"KEY = VALUE with KumoMTA's key names, as serve enforces them: a key no file sets shows\n" +
 				"Postline's default, marked \"# default\" (keys without one, such as rates, are left out).",
 			setup: setupShapingShow, minArgs: 1, maxArgs: 1},
+		{name: "status", summary: "list the automation actions in force: site, action, rule, reply, since, until",
+			help: "Actions automation rules put in force (Suspend, SuspendTenant, SetConfig) are shared by every\n" +
+				"process through the database; this lists those in force now, oldest first.",
+			setup: setupShapingStatus, maxArgs: 0},
 	}}
 }
 
@@ -119,11 +128,60 @@ func dropTime(groups []string, a slog.Attr) slog.Attr {
 }
 
 // actionsInForce lists the automation actions in force for the settings'
-// site (suspensions, overrides, with their expiry), one line each.
-//
-// TODO(issue 29, automation): actions are not recorded yet; read them from
-// where response-driven automation stores them once it does. Until then
-// none can be in force.
-func actionsInForce(context.Context, *inv, shaping.Settings) ([]string, error) {
-	return nil, nil
+// site (suspensions, overrides, with their expiry), one line each. When
+// the database cannot be opened it says so on stderr and lists none: the
+// limits above do not depend on it.
+func actionsInForce(ctx context.Context, x *inv, s shaping.Settings) ([]string, error) {
+	a, err := x.app(ctx)
+	if err != nil {
+		fmt.Fprintf(x.stderr, "note: actions in force unknown: %v\n", err)
+		return nil, nil
+	}
+	list, err := sending.InForce(ctx, a.Suspensions)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, sp := range list {
+		if sending.ActionSite(sp) == s.Site {
+			out = append(out, fmt.Sprintf("%s until %s  # %s, rule %s, reply %q", sp.Action, untilText(sp),
+				actionTarget(sp), sp.Rule, sp.Reply))
+		}
+	}
+	return out, nil
+}
+
+// actionTarget says what an action holds or changes.
+func actionTarget(sp suspend.Suspension) string {
+	switch sp.Kind {
+	case suspend.Tenant:
+		return "account " + sp.Value[:strings.LastIndexByte(sp.Value, '@')] + " at the site"
+	case suspend.Override:
+		return "the site's " + sp.Value[:strings.LastIndexByte(sp.Value, '@')]
+	}
+	return "the site"
+}
+
+func setupShapingStatus(*flag.FlagSet) runFunc {
+	return func(ctx context.Context, x *inv) error {
+		a, err := x.app(ctx)
+		if err != nil {
+			return err
+		}
+		list, err := sending.InForce(ctx, a.Suspensions)
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			fmt.Fprintln(x.stdout, "(no automation action in force)")
+			return nil
+		}
+		tw := tabwriter.NewWriter(x.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SITE\tACTION\tTARGET\tRULE\tREPLY\tSINCE\tUNTIL")
+		for _, sp := range list {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sending.ActionSite(sp), sp.Action, actionTarget(sp), sp.Rule,
+				sp.Reply, sp.CreatedAt.UTC().Format(time.RFC3339), untilText(sp))
+		}
+		return tw.Flush()
+	}
 }

@@ -77,6 +77,9 @@ type App struct {
 	// Suspensions are the holds it puts on it (queue.go).
 	Queue       *sending.Queue
 	Suspensions *suspend.Service
+	// Automation carries out the shaping files' automation rules through
+	// the suspensions (automation.go).
+	Automation *sending.Automation
 	// Webhooks manages webhook endpoints; the dispatcher posts to them (serve only).
 	Webhooks   *webhook.Service
 	dispatcher *webhook.Dispatcher

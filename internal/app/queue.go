@@ -23,6 +23,7 @@ func (a *App) openQueueControl() {
 	a.Queue = sending.NewQueue(q, a.opts.Now).WithControl(sending.ControlConfig{Store: q, Suspensions: a.Suspensions,
 		Sites: sites, Events: a.Events, Wake: a.Worker.Wake})
 	a.Worker.UseHolds(&sending.Holds{Suspensions: a.Suspensions, Sites: sites, Store: q})
+	a.openAutomation()
 }
 
 // suspendTarget checks that a suspension's domain or account exists and

@@ -42,8 +42,9 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 		Egress:                  a.Egress,
 		// Warm-up caps are per source per day whatever --rate-store says:
 		// every process sending from an address must share its count.
-		Warmup: store.NewRateCounter(a.DB),
-		Now:    a.opts.Now,
+		Warmup:    store.NewRateCounter(a.DB),
+		Now:       a.opts.Now,
+		Overrides: a.shapingOverrides,
 	})
 	if err != nil {
 		return err
@@ -86,6 +87,7 @@ func (a *App) StartWorkers(ctx context.Context) error {
 		return err
 	}
 	a.closers = append(a.closers, func() error { a.Worker.Stop(); return nil })
+	a.watchAutomation(ctx)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/shaping"
 	"github.com/postline/postline/internal/suspend"
 )
@@ -22,6 +23,7 @@ func (c *Console) queueControl(r *http.Request, data map[string]any) error {
 		return err
 	}
 	data["Suspensions"] = list
+	data["Actions"] = automationActions(list)
 	held := map[string]bool{}
 	for _, sp := range list {
 		if sp.Kind == suspend.Domain {
@@ -39,6 +41,24 @@ func (c *Console) queueControl(r *http.Request, data map[string]any) error {
 	}
 	data["Kinds"] = suspend.Kinds
 	return nil
+}
+
+// automationAction is one automation action in force, as the operator
+// page lists it.
+type automationAction struct {
+	suspend.Suspension
+	Site string
+}
+
+// automationActions are the suspensions automation rules put in force.
+func automationActions(list []suspend.Suspension) []automationAction {
+	var out []automationAction
+	for _, sp := range list {
+		if sp.CreatedBy == suspend.ByAutomation {
+			out = append(out, automationAction{Suspension: sp, Site: sending.ActionSite(sp)})
+		}
+	}
+	return out
 }
 
 // adminSuspend suspends a site, a sending domain or an account from the

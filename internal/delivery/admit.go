@@ -27,8 +27,9 @@ type Ticket struct {
 	dt         DirectTLS
 	lim        pathLimits
 	provLimits []shaping.ProviderLimit
-	source     egress.Source // the egress source (Name "" for none)
-	warmDay    time.Time     // the UTC day its warm-up cap counted it; zero: not counted
+	source     egress.Source  // the egress source (Name "" for none)
+	warmDay    time.Time      // the UTC day its warm-up cap counted it; zero: not counted
+	rules      []shaping.Rule // the automation rules in force for the site
 
 	p        *path
 	g        *grant              // the connection admission took, or
@@ -155,6 +156,7 @@ func (t *Transport) prepare(ctx context.Context, r Route, rcpt string) (*Ticket,
 			s = t.settings(domain, hosts, tk.source.Name)
 		}
 		tk.key = "mx\x00" + tk.site + "\x00" + tk.source.Name
+		s.Limits = t.overridden(ctx, tk.site, s.Limits)
 		tk.dt = shapedTLS(r.DirectTLS, s.Limits)
 	case ModeSMTP:
 		rr, e := relayRoute(r)
@@ -164,10 +166,11 @@ func (t *Transport) prepare(ctx context.Context, r Route, rcpt string) (*Ticket,
 		s = t.settings(rr.Host, []string{rr.Host}, r.Source)
 		tk.route, tk.site, tk.hosts = rr, rr.Host, []string{rr.Host}
 		tk.key = relayKey(rr) + "\x00" + r.Source
+		s.Limits = t.overridden(ctx, tk.site, s.Limits)
 	default:
 		return nil, 0, configError("unknown route mode %q", r.Mode)
 	}
-	tk.lim, tk.provLimits = t.limitsOf(s.Limits), s.ProviderLimits
+	tk.lim, tk.provLimits, tk.rules = t.limitsOf(s.Limits), s.ProviderLimits, s.Automation
 	return tk, 0, nil
 }
 

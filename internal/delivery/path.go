@@ -92,6 +92,8 @@ func (t *Transport) pathLocked(tk *Ticket, now time.Time) *path {
 	}
 	if p.lim.conns > old.conns {
 		t.dispatchLocked(p, now)
+	} else if p.lim.conns < old.conns {
+		t.shedIdleLocked(p)
 	}
 	return p
 }

@@ -120,6 +120,10 @@ type Config struct {
 	// admission (so a reload applies to the next delivery); nil, or a nil
 	// result, is no rules: every path has the defaults below.
 	Shaping func() *shaping.Rules
+	// Overrides returns the limits automation rules override for a site
+	// now (SetConfig), applied over the shaping's at every admission;
+	// nil: none.
+	Overrides func(ctx context.Context, site string) shaping.Limits
 	// MaxConnsPerDest is the connection_limit of an egress path whose
 	// shaping sets none: the connections (busy, idle or being dialled)
 	// open at once to one site, or one relay. Default 4.

@@ -112,6 +112,7 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/api/admin/queue/suspensions", group: groupDomain, operator: true, handler: admin(s.handleAdminSuspensions)},
 		{method: "POST", path: "/api/admin/queue/suspensions", group: groupDomain, operator: true, handler: admin(s.handleAdminSuspend)},
 		{method: "DELETE", path: "/api/admin/queue/suspensions/{id}", group: groupDomain, operator: true, handler: admin(s.handleAdminResume)},
+		{method: "GET", path: "/api/admin/shaping", group: groupDomain, operator: true, handler: admin(s.handleAdminShaping)},
 
 		{method: "GET", path: "/api/keys", group: groupDomain, scope: account.ScopeKeys, handler: s.handleListKeys},
 		{method: "POST", path: "/api/keys", group: groupDomain, scope: account.ScopeKeys, handler: s.handleCreateKey},

@@ -92,6 +92,8 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 	}
 	w.cfg.Metrics.attempted(dom.Delivery.Mode, time.Since(started))
 	w.record(ctx, a, res, err)
+	w.react(ctx, tk, dom.AccountID, res, err) // after: a rule firing does not delay the outcome
+
 }
 
 // attemptRun is an attempt under way: the delivery, its transport and

@@ -1,7 +1,9 @@
 package sending
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -61,7 +63,7 @@ func (h *Holds) check(ctx context.Context, dom domain.Domain, d Delivery, now ti
 	}); ok {
 		return "", now.Add(holdRecheck), true
 	}
-	if h.Sites == nil || !h.Suspensions.Any(ctx, suspend.Site) {
+	if h.Sites == nil || !h.Suspensions.Any(ctx, suspend.Site) && !h.Suspensions.Any(ctx, suspend.Tenant) {
 		return "", time.Time{}, false // no site suspended: no lookup
 	}
 	site, err := h.Sites.SiteOf(ctx, DestinationOf(dom, d.Recipient))
@@ -70,7 +72,12 @@ func (h *Holds) check(ctx context.Context, dom domain.Domain, d Delivery, now ti
 	}
 	until, _, ok := h.Suspensions.Suspended(ctx, site)
 	if !ok {
-		return "", time.Time{}, false
+		// An automation rule's SuspendTenant: the account at the site.
+		sp, held := h.Suspensions.Holding(ctx, suspend.Tenant, strings.ToLower(fmt.Sprintf("%d@%s", dom.AccountID, site)))
+		if !held {
+			return "", time.Time{}, false
+		}
+		until = *cmp.Or(sp.Until, &time.Time{})
 	}
 	if until.IsZero() {
 		until = now.Add(holdOpenSite)

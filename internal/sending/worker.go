@@ -71,6 +71,7 @@ type Worker struct {
 	heavy     chan struct{}         // attachment processing at once (decoded images, PDFs)
 	completes *batcher[*completion] // group commit of outcomes (batch_complete.go)
 	holds     *Holds                // operator suspensions (hold.go); nil: none
+	auto      *Automation           // automation rules' actions (automation.go); nil: none
 
 	// attemptEWMA is the moving mean of attempt durations (ns); it starts
 	// at 0, and a few slow attempts lift it past quickAttempt.

@@ -20,21 +20,22 @@ var _ suspend.Store = Suspensions{}
 // NewSuspensions returns the suspensions store.
 func NewSuspensions(db *DB) Suspensions { return Suspensions{db: db} }
 
-const suspensionCols = `id, kind, value, reason, created_at, until, created_by`
+const suspensionCols = `id, kind, value, reason, created_at, until, created_by, action, rule, reply`
 
 // PutSuspension implements suspend.Store.
 func (s Suspensions) PutSuspension(ctx context.Context, sp suspend.Suspension) (suspend.Suspension, error) {
-	err := s.db.w.QueryRowContext(ctx, `INSERT INTO suspensions (kind, value, reason, created_at, until, created_by)
-		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (kind, value) DO UPDATE SET reason = excluded.reason,
-		created_at = excluded.created_at, until = excluded.until, created_by = excluded.created_by RETURNING id`,
-		string(sp.Kind), sp.Value, sp.Reason, ms(sp.CreatedAt), msPtr(sp.Until), sp.CreatedBy).Scan(&sp.ID)
+	err := s.db.w.QueryRowContext(ctx, `INSERT INTO suspensions (kind, value, reason, created_at, until, created_by, action, rule, reply)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (kind, value) DO UPDATE SET reason = excluded.reason,
+		created_at = excluded.created_at, until = excluded.until, created_by = excluded.created_by,
+		action = excluded.action, rule = excluded.rule, reply = excluded.reply RETURNING id`,
+		string(sp.Kind), sp.Value, sp.Reason, ms(sp.CreatedAt), msPtr(sp.Until), sp.CreatedBy, sp.Action, sp.Rule, sp.Reply).Scan(&sp.ID)
 	return sp, notFound(err, "suspension")
 }
 
 // Suspensions implements suspend.Store.
 func (s Suspensions) Suspensions(ctx context.Context, now time.Time) ([]suspend.Suspension, error) {
 	rows, err := s.db.rd.QueryContext(ctx, `SELECT x.id, x.kind, x.value, x.reason, x.created_at, x.until, x.created_by,
-		COALESCE(a.id, 0) FROM suspensions x LEFT JOIN accounts a ON x.kind = 'account' AND a.login = x.value
+		x.action, x.rule, x.reply, COALESCE(a.id, 0) FROM suspensions x LEFT JOIN accounts a ON x.kind = 'account' AND a.login = x.value
 		WHERE x.until IS NULL OR x.until > $1 ORDER BY x.created_at, x.id`, ms(now))
 	if err != nil {
 		return nil, notFound(err, "suspensions")
@@ -92,7 +93,7 @@ func scanSuspension(r interface{ Scan(...any) error }, more ...any) (suspend.Sus
 	var kind string
 	var created int64
 	var until sql.NullInt64
-	if err := r.Scan(append([]any{&sp.ID, &kind, &sp.Value, &sp.Reason, &created, &until, &sp.CreatedBy}, more...)...); err != nil {
+	if err := r.Scan(append([]any{&sp.ID, &kind, &sp.Value, &sp.Reason, &created, &until, &sp.CreatedBy, &sp.Action, &sp.Rule, &sp.Reply}, more...)...); err != nil {
 		return sp, err
 	}
 	sp.Kind, sp.CreatedAt, sp.Until = suspend.Kind(kind), fromMS(created), nullMS(until)

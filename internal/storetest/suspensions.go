@@ -296,3 +296,38 @@ func mapsEqual(a, b map[string]int) bool {
 	}
 	return true
 }
+
+// testAutomationSuspensions: what automation rules put in force is stored
+// with its action, rule and reply, one per kind and value, and a second
+// activation replaces the first.
+func testAutomationSuspensions(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	s := store.NewSuspensions(db)
+	until := now.Add(time.Minute)
+	for _, sp := range []suspend.Suspension{
+		{Kind: suspend.Override, Value: "connection_limit@mx.example.org", Reason: "r", CreatedAt: now, Until: &until,
+			CreatedBy: suspend.ByAutomation, Action: "SetConfig connection_limit=1", Rule: "abc123", Reply: "421 4.7.28 slow down"},
+		{Kind: suspend.Tenant, Value: "7@mx.example.org", CreatedAt: now, Until: &until,
+			CreatedBy: suspend.ByAutomation, Action: "SuspendTenant", Rule: "abc123", Reply: "421 4.7.28 first"},
+		{Kind: suspend.Tenant, Value: "7@mx.example.org", CreatedAt: now, Until: &until,
+			CreatedBy: suspend.ByAutomation, Action: "SuspendTenant", Rule: "def456", Reply: "421 4.7.28 again"},
+	} {
+		if _, err := s.PutSuspension(ctx, sp); err != nil {
+			t.Fatalf("PutSuspension(%+v): %v", sp, err)
+		}
+	}
+	list, err := s.Suspensions(ctx, now)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("Suspensions = %+v, %v; want the config override and one tenant suspension", list, err)
+	}
+	if got := list[0]; got.Kind != suspend.Override || got.Action != "SetConfig connection_limit=1" || got.Rule != "abc123" ||
+		got.Reply != "421 4.7.28 slow down" || got.CreatedBy != suspend.ByAutomation {
+		t.Errorf("config override read back as %+v", got)
+	}
+	if got := list[1]; got.Kind != suspend.Tenant || got.Rule != "def456" || got.Reply != "421 4.7.28 again" {
+		t.Errorf("tenant suspension read back as %+v; want the second activation's", got)
+	}
+	if list, _ := s.Suspensions(ctx, until); len(list) != 0 {
+		t.Errorf("Suspensions after their end = %+v; want none", list)
+	}
+}

@@ -55,6 +55,8 @@ type Request struct {
 	Duration time.Duration
 	Reason   string
 	By       string // who asks: a login, or "cli"
+	// Action, Rule and Reply describe an automation rule's action.
+	Action, Rule, Reply string
 }
 
 // maxReason bounds the operator's note.
@@ -77,7 +79,8 @@ func (s *Service) Suspend(ctx context.Context, r Request) (Suspension, error) {
 		return Suspension{}, apperr.Field("reason", fmt.Sprintf("at most %d bytes", maxReason))
 	}
 	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
-	sp := Suspension{Kind: r.Kind, Value: value, Reason: reason, CreatedAt: now, CreatedBy: r.By}
+	sp := Suspension{Kind: r.Kind, Value: value, Reason: reason, CreatedAt: now, CreatedBy: r.By,
+		Action: r.Action, Rule: r.Rule, Reply: r.Reply}
 	if r.Duration > 0 {
 		until := now.Add(r.Duration)
 		sp.Until = &until
@@ -199,7 +202,7 @@ func (s *Service) canonical(ctx context.Context, kind Kind, value string) (strin
 func normalize(kind Kind, value string) (string, error) {
 	v := strings.TrimSpace(value)
 	switch kind {
-	case Site, Domain:
+	case Site, Domain, Tenant, Override:
 		v = strings.ToLower(strings.TrimSuffix(v, "."))
 	case Account:
 	default:
@@ -212,4 +215,17 @@ func normalize(kind Kind, value string) (string, error) {
 		return "", apperr.Field(string(kind), "not a "+string(kind)+" name")
 	}
 	return v, nil
+}
+
+// All returns every suspension in force that ok accepts, from the same
+// copy as Suspended.
+func (s *Service) All(ctx context.Context, ok func(Suspension) bool) []Suspension {
+	now := s.cfg.Now()
+	var out []Suspension
+	for _, sp := range s.current(ctx) {
+		if sp.InForce(now) && ok(sp) {
+			out = append(out, sp)
+		}
+	}
+	return out
 }

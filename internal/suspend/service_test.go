@@ -135,7 +135,7 @@ func TestSuspendedFromACopy(t *testing.T) {
 		code  apperr.Code
 		field string
 	}{
-		{Request{Kind: "tenant", Value: "x"}, apperr.Invalid, "kind"},
+		{Request{Kind: "campaign", Value: "x"}, apperr.Invalid, "kind"},
 		{Request{Kind: Domain, Value: "  "}, apperr.Invalid, "domain"},
 		{Request{Kind: Site, Value: "a b"}, apperr.Invalid, "site"},
 		{Request{Kind: Site, Value: "x", Duration: -time.Second}, apperr.Invalid, "duration"},

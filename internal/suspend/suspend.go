@@ -17,7 +17,16 @@ const (
 	Domain Kind = "domain"
 	// Account is a sending account, by login: every domain it owns.
 	Account Kind = "account"
+	// Tenant is one sending account at one site, "ACCOUNT_ID@SITE": what
+	// an automation rule's SuspendTenant holds.
+	Tenant Kind = "tenant"
+	// Override is an automation rule's SetConfig: not a hold but a limit of
+	// a site overridden for a while, "KEY@SITE", the override in Action.
+	Override Kind = "config"
 )
+
+// ByAutomation is the CreatedBy of what automation rules put in force.
+const ByAutomation = "automation"
 
 // Kinds are the kinds in the order the CLI and the API list them.
 var Kinds = []Kind{Site, Domain, Account}
@@ -37,6 +46,11 @@ type Suspension struct {
 	// AccountID is the id of the account an account suspension names, as
 	// Store.Suspensions reads it (0 when no account has that login).
 	AccountID int64
+	// Action, Rule and Reply are set on what an automation rule put in
+	// force (CreatedBy ByAutomation): the action as shaping.Action.String
+	// writes it ("Suspend", "SetConfig connection_limit=1"), the rule's ID
+	// and the reply that set it off.
+	Action, Rule, Reply string
 }
 
 // InForce reports whether the suspension holds at now.
