@@ -5,6 +5,7 @@ import (
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/delivery"
 	"github.com/postline/postline/internal/dnsclient"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/sending"
@@ -18,7 +19,7 @@ import (
 // It comes after openSending: it wakes the worker.
 func (a *App) openQueueControl() {
 	a.Suspensions = suspend.New(store.NewSuspensions(a.DB), suspend.Config{Now: a.opts.Now, Check: a.suspendTarget})
-	sites := siteNames{a.Resolver}
+	sites := siteNames{r: a.Resolver, transport: a.transport.Load}
 	q := store.NewQueue(a.DB)
 	a.Queue = sending.NewQueue(q, a.opts.Now).WithControl(sending.ControlConfig{Store: q, Suspensions: a.Suspensions,
 		Sites: sites, Events: a.Events, Wake: a.Worker.Wake})
@@ -52,14 +53,22 @@ func (a *App) suspendTarget(ctx context.Context, kind suspend.Kind, value string
 }
 
 // siteNames names destinations' sites as shaping does: a relay by its
-// host, a recipient domain by its MX hosts (itself for an implicit MX),
-// through the app's resolver and its cache, which delivery shares.
-type siteNames struct{ r *dnsclient.Resolver }
+// host, a recipient domain as delivery's admission does once sending is
+// open (the shaping rules' site, honouring mx_rollup = false), else by
+// its MX hosts (itself for an implicit MX), through the app's resolver and
+// its cache, which delivery shares.
+type siteNames struct {
+	r         *dnsclient.Resolver
+	transport func() *delivery.Transport
+}
 
 // SiteOf implements sending.SiteResolver; a null MX has no site ("").
 func (s siteNames) SiteOf(ctx context.Context, dest sending.Destination) (string, error) {
 	if dest.RelayHost != "" {
 		return dest.RelayHost, nil
+	}
+	if t := s.transport(); t != nil {
+		return t.SiteOf(ctx, dest.Domain)
 	}
 	mxs, err := s.r.LookupMX(ctx, dest.Domain)
 	switch {

@@ -419,3 +419,19 @@ func (t *Transport) connFailed(p *path) {
 			"failures", p.failures, "until", p.delayed)
 	}
 }
+
+// SiteOf names the site direct delivery to domain goes to, as admission
+// does (the shaping rules' site, honouring mx_rollup, else the MX hosts'
+// set), so that what an operator suspends by site is what delivery
+// shapes by; "" for a domain that takes no mail (null MX).
+func (t *Transport) SiteOf(ctx context.Context, domain string) (string, error) {
+	domain = strings.ToLower(domain)
+	hosts, _, e := t.mxHosts(ctx, domain)
+	switch {
+	case e != nil && e.Enhanced == "5.1.10":
+		return "", nil
+	case e != nil:
+		return "", e
+	}
+	return cmp.Or(t.settings(domain, hosts, "").Site, shaping.SiteName(hosts)), nil
+}

@@ -468,3 +468,32 @@ func TestRateOutlivesConnections(t *testing.T) {
 		t.Errorf("Admit after the pool emptied = %v, %v, %v; want a wait of about a minute (1/min)", tk, wait, err)
 	}
 }
+
+// SiteOf names the site as admission does: domains sharing an MX set share
+// a site, one with mx_rollup = false is a site of its own, and a domain
+// with a null MX has none; what an operator suspends by site is then the
+// path delivery shapes by.
+func TestSiteOf(t *testing.T) {
+	t.Parallel()
+	f := shaped(t, smtptest.Config{}, "[\"b.test\"]\nmx_rollup = false\n")
+	f.mx([]string{"mx1.shared.test", "mx2.shared.test"}, "a.test", "b.test", "c.test")
+	f.dns.AddMX("null.test", 0, ".")
+	ctx := context.Background()
+	site := func(d string) string {
+		t.Helper()
+		s, err := f.tr.SiteOf(ctx, d)
+		if err != nil {
+			t.Fatalf("SiteOf(%s): %v", d, err)
+		}
+		return s
+	}
+	if a, c := site("a.test"), site("C.test"); a == "" || a != c {
+		t.Errorf("a.test and c.test share their MX hosts: sites %q and %q, want one", a, c)
+	}
+	if b := site("b.test"); b == site("a.test") || b == "" {
+		t.Errorf("b.test (mx_rollup = false): site %q, want its own", b)
+	}
+	if n := site("null.test"); n != "" {
+		t.Errorf("a null MX: site %q, want none", n)
+	}
+}
