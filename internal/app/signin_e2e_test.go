@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/postline/postline/internal/apitest"
 	"github.com/postline/postline/internal/config"
@@ -37,6 +38,7 @@ func TestSignInParallelGuesses(t *testing.T) {
 				}
 			}
 			alice := users["alice"]
+			window := attemptWindow()
 			statuses := countAnswers(150, func(i int) int {
 				b := &browser{t: t, base: env.URL}
 				r, body := b.do("POST", "/sign-in", url.Values{"login": {"alice"}, "secret": {fmt.Sprintf("guess number %d", i)}}, nil)
@@ -45,11 +47,14 @@ func TestSignInParallelGuesses(t *testing.T) {
 				}
 				return r.StatusCode
 			})
+			if window != attemptWindow() {
+				t.Skip("the guesses crossed a 15-minute boundary: the limits' counts started over")
+			}
 			if statuses[401] > 10 || statuses[401]+statuses[429] != 150 {
 				t.Fatalf("150 parallel wrong guesses, limit 10: answers %v; want at most 10 checked (401), the rest refused unchecked (429)", statuses)
 			}
 			if statuses[401] == 10 {
-				if r := (&browser{t: t, base: env.URL}).signIn("alice", "correct horse alice", "/"); r.StatusCode != 429 {
+				if r := (&browser{t: t, base: env.URL}).signIn("alice", "correct horse alice", "/"); r.StatusCode != 429 && window == attemptWindow() {
 					t.Errorf("the right password after 10 failures: %d, want 429 (locked out, not checked)", r.StatusCode)
 				}
 			}
@@ -87,11 +92,15 @@ func TestSubmissionAuthParallelGuesses(t *testing.T) {
 			t.Parallel()
 			e := startSubmission(t, d, func(c *config.Config) { c.AuthAttemptsPerAddress = 10; manySessions(c) })
 			alice, bob := e.user, e.NewUser("bob")
+			window := attemptWindow()
 			codes := countAnswers(60, func(i int) int { return authFrom(e, "127.0.0.1", alice.Login, fmt.Sprintf("pl_guess%d", i)) })
+			if window != attemptWindow() {
+				t.Skip("the guesses crossed a 15-minute boundary: the limits' counts started over")
+			}
 			if codes[535] > 10 || codes[535]+codes[454] != 60 {
 				t.Fatalf("60 parallel wrong keys from one address, limit 10: replies %v; want at most 10 checked (535), the rest 454", codes)
 			}
-			if code := authFrom(e, "127.0.0.1", alice.Login, alice.Key); code != 454 {
+			if code := authFrom(e, "127.0.0.1", alice.Login, alice.Key); code != 454 && window == attemptWindow() {
 				t.Errorf("alice's right key from the guessing address: %d, want 454 (the address is blocked, nothing checked)", code)
 			}
 			if code := authFrom(e, "127.0.0.2", alice.Login, alice.Key); code != 235 {
@@ -148,3 +157,8 @@ func countAnswers(n int, try func(i int) int) map[int]int {
 	wg.Wait()
 	return codes
 }
+
+// attemptWindow is the 15-minute window the attempt limits count in now: a
+// lock-out ends with its window, so a test that crossed a boundary (CI ran
+// across 01:15:00 once) cannot expect it to hold.
+func attemptWindow() time.Time { return time.Now().Truncate(15 * time.Minute) }
