@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,22 +18,17 @@ import (
 )
 
 // The tests in this file run the real binary, built once.
-var buildBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "postline-bin")
-	if err != nil {
-		return "", err
-	}
-	return testutil.BuildBinary(dir, ".")
-})
+var (
+	postline    = &testutil.Binary{Pkg: "."}
+	buildBinary = postline.Build
+)
 
 func TestMain(m *testing.M) {
 	if attachproc.IsChild() { // servers started in-process use this binary as their attachment worker
 		os.Exit(attachproc.ChildMain())
 	}
 	code := m.Run()
-	if bin, err := buildBinary(); err == nil {
-		os.RemoveAll(filepath.Dir(bin))
-	}
+	postline.Cleanup()
 	os.Exit(code)
 }
 

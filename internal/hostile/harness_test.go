@@ -44,24 +44,16 @@ func scale(ci, findings int) int {
 	return ci
 }
 
-var binDir string
+var postline = &testutil.Binary{Pkg: "../../cmd/postline"}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "postline-hostile")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
 	code := m.Run()
-	os.RemoveAll(dir)
+	postline.Cleanup()
 	os.Exit(code)
 }
 
-var buildBinary = sync.OnceValues(func() (string, error) {
-	return testutil.BuildBinary(binDir, "../../cmd/postline")
-})
+var buildBinary = postline.Build
 
 // rig is a running serve with an attacker's and a victim's account.
 type rig struct {

@@ -21,23 +21,15 @@ import (
 	"github.com/postline/postline/internal/testutil"
 )
 
-var binDir string
+var postline = &testutil.Binary{Pkg: "../../cmd/postline"}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "postline-simnet")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
 	code := m.Run()
-	os.RemoveAll(dir)
+	postline.Cleanup()
 	os.Exit(code)
 }
 
-var buildBinary = sync.OnceValues(func() (string, error) {
-	return testutil.BuildBinary(binDir, "../../cmd/postline")
-})
+var buildBinary = postline.Build
 
 // serve is `postline serve` delivering into a Net, with account alice and
 // her direct-delivery domain shop.sender.test.

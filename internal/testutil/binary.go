@@ -3,8 +3,10 @@ package testutil
 import (
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -17,6 +19,35 @@ func BuildBinary(dir, pkg string) (string, error) {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// Binary builds the postline command at Pkg once, on first use, into a
+// temporary directory that Cleanup removes; a test binary that needs it
+// declares one and calls Cleanup from TestMain after m.Run.
+type Binary struct {
+	Pkg  string // relative to the calling test's package
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// Build returns the built binary's path.
+func (b *Binary) Build() (string, error) {
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "postline-bin"); b.err == nil {
+			b.bin, b.err = BuildBinary(b.dir, b.Pkg)
+		}
+	})
+	return b.bin, b.err
+}
+
+// Cleanup removes what Build made, if anything (it builds nothing).
+func (b *Binary) Cleanup() {
+	b.once.Do(func() {}) // a Build after Cleanup builds nothing either
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
+	}
 }
 
 // FreeAddr is a loopback address nothing listens on (yet).
