@@ -208,6 +208,7 @@ func TestHTTPListenerBounded(t *testing.T) {
 		c.Close()
 	}
 
+	time.Sleep(200 * time.Millisecond) // the closed idle ones' places given back
 	var busy []net.Conn // each holding a log stream open
 	for i := range max {
 		c := dial()

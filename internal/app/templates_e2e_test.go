@@ -209,7 +209,17 @@ func TestBatchSend(t *testing.T) {
 			t.Errorf("%d messages at the sink, want 1000", len(e.sink.Messages()))
 		}
 
-		// All or nothing: one recipient's text renders empty.
+		// All or nothing: one recipient's text renders empty. (First every
+		// outcome is recorded: the sink has them a moment before.)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			pg, err := e.App.Events.List(context.Background(), event.Filter{DomainID: e.dom.ID, Type: event.Delivered, Limit: 1})
+			if err == nil && pg.Total == 1000 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("delivered entries recorded: %d (%v), want 1000", pg.Total, err)
+			}
+		}
 		before, err := e.App.Events.List(context.Background(), event.Filter{DomainID: e.dom.ID, Limit: 1})
 		if err != nil {
 			t.Fatal(err)
