@@ -209,7 +209,7 @@ func TestHTTPListenerBounded(t *testing.T) {
 	}
 
 	time.Sleep(200 * time.Millisecond) // the closed idle ones' places given back
-	var busy []net.Conn // each holding a log stream open
+	var busy []net.Conn                // each holding a log stream open
 	for i := range max {
 		c := dial()
 		fmt.Fprintf(c, "GET /api/domains/%s/log/stream?follow=true HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\n\r\n", e.dom.Name, e.user.Auth())
