@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/postline/postline/internal/delivery"
+	"github.com/postline/postline/internal/members"
 	"github.com/postline/postline/internal/templates"
 	"io"
 	"log/slog"
@@ -88,6 +89,9 @@ type App struct {
 	// transport is delivery's, once sending is open: mailbox probes take
 	// its per-egress-path connection slots.
 	transport atomic.Pointer[delivery.Transport]
+	// members splits the provider_* shaping limits between the processes
+	// delivering from the database.
+	members *members.Registry
 	// shaping holds the traffic-shaping rules delivery enforces, once
 	// serve started (shaping.go).
 	shaping atomic.Pointer[shaping.Watcher]

@@ -10,6 +10,7 @@ import (
 	"github.com/postline/postline/internal/attach"
 	"github.com/postline/postline/internal/attachproc"
 	"github.com/postline/postline/internal/delivery"
+	"github.com/postline/postline/internal/members"
 	"github.com/postline/postline/internal/mtasts"
 	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/sending"
@@ -28,7 +29,12 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 	if err != nil {
 		return err
 	}
+	a.members = members.New(members.Config{Store: store.NewMembers(a.DB), Now: a.opts.Now, Logger: a.Logger})
+	// Closed after the transport (closers run last first): its share is
+	// given up once its connections are.
+	a.closers = append(a.closers, func() error { a.members.Stop(); return nil })
 	t, err := delivery.New(delivery.Config{
+		Shares:                  a.members,
 		Resolver:                a.Resolver,
 		MXPort:                  cfg.MXPort,
 		HeloName:                cfg.HeloName,
@@ -83,6 +89,7 @@ func (a *App) StartWorkers(ctx context.Context) error {
 	if err := a.startShaping(ctx); err != nil {
 		return err
 	}
+	a.members.Start(ctx)
 	if err := a.Worker.Start(ctx); err != nil {
 		return err
 	}

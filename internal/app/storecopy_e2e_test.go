@@ -97,7 +97,8 @@ func TestStoreCopyToPostgres(t *testing.T) {
 		}
 	}
 	for _, tb := range tables {
-		if !copied[tb] {
+		// The processes delivering from the source are not the target's.
+		if !copied[tb] && tb != "delivery_members" {
 			t.Errorf("table %s of the schema was not copied", tb)
 		}
 	}

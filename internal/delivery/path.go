@@ -36,19 +36,17 @@ type path struct {
 }
 
 // provider is the limits every site of one provider shares
-// (provider_connection_limit, provider_max_message_rate), in this
-// process. Guarded by Transport.mu.
-//
-// TODO(issue 29, enforcement): share these two across the processes of a
-// PostgreSQL database, as the issue asks (connection leases and a shared
-// rate counter through the store); until then they hold per process,
-// which the README says.
+// (provider_connection_limit, provider_max_message_rate): this process's
+// share of them when several deliver from one database (Config.Shares),
+// else the whole. Guarded by Transport.mu.
 type provider struct {
 	name    string
-	limit   int // 0: none
+	limited bool // limit applies (it may be 0: no share)
+	limit   int
 	open    int
+	closing int // idle connections being closed for a path that waits, or to fit a smaller share
 	msgLim  *rate.Limiter
-	rate    shaping.Rate
+	rate    shaping.Rate // the rate msgLim is tuned to: this process's share
 	lastMsg time.Time
 	blocked map[*path]struct{} // paths that found it full
 	used    time.Time
@@ -98,7 +96,8 @@ func (t *Transport) pathLocked(tk *Ticket, now time.Time) *path {
 	return p
 }
 
-// providerLocked returns the provider of pl, tuned to its limits.
+// providerLocked returns the provider of pl, tuned to its limits (this
+// process's share of them).
 func (t *Transport) providerLocked(pl shaping.ProviderLimit, now time.Time) *provider {
 	pr := t.provs[pl.Provider]
 	if pr == nil {
@@ -106,11 +105,56 @@ func (t *Transport) providerLocked(pl shaping.ProviderLimit, now time.Time) *pro
 		t.provs[pl.Provider] = pr
 	}
 	pr.used = now
-	pr.limit = pl.ConnectionLimit.N
-	if pl.MaxMessageRate != pr.rate || pr.msgLim == nil && pl.MaxMessageRate.IsSet() {
-		pr.msgLim, pr.rate = retune(pr.msgLim, pl.MaxMessageRate, now), pl.MaxMessageRate
+	limited, limit, r := shareOf(t.cfg.Shares, pl)
+	if r != pr.rate || pr.msgLim == nil && r.IsSet() {
+		pr.msgLim, pr.rate = retune(pr.msgLim, r, now), r
+	}
+	pr.limited, pr.limit = limited, limit
+	if excess := pr.open - pr.closing - limit; limited && excess > 0 {
+		for range min(excess, t.idleOfLocked(pr)) {
+			t.reclaimIdleLocked(pr, nil) // the share shrank: a process joined
+		}
 	}
 	return pr
+}
+
+// shareOf is this process's share of pl: whether a connection limit
+// applies, the limit, and the message rate. KumoMTA's "local:" limits are
+// per process already; the others are split by shares (nil: this process
+// is the only one). A process that has not settled among the others yet
+// gets no connection to a provider with a shared limit.
+func shareOf(sh Shares, pl shaping.ProviderLimit) (bool, int, shaping.Rate) {
+	cl, r := pl.ConnectionLimit, pl.MaxMessageRate
+	sharedConns, sharedRate := cl.IsSet() && !cl.Local, r.IsSet() && !r.Local
+	if sh == nil || !sharedConns && !sharedRate {
+		return cl.IsSet(), cl.N, r
+	}
+	n := sh.Divisor()
+	if n == 0 {
+		return true, 0, r
+	}
+	limited, limit := cl.IsSet(), cl.N
+	if sharedConns {
+		limit = sh.Share(cl.N)
+	}
+	if sharedRate && n > 1 {
+		r.Per *= time.Duration(n)
+		r.MaxBurst = max(1, r.MaxBurst/n)
+	}
+	return limited, limit, r
+}
+
+// idleOfLocked counts the idle connections counted against pr.
+func (t *Transport) idleOfLocked(pr *provider) int {
+	n := 0
+	for _, q := range t.paths {
+		for _, s := range q.idle {
+			if slices.Contains(s.provs, pr) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // takeLocked takes a connection for a delivery on p: an idle session, or
@@ -131,7 +175,7 @@ func (t *Transport) takeLocked(p *path, now time.Time) (grant, bool) {
 		return grant{}, false
 	}
 	for _, pr := range p.provs {
-		if pr.limit > 0 && pr.open >= pr.limit {
+		if pr.limited && pr.open >= pr.limit {
 			pr.blocked[p] = struct{}{} // its next release dispatches p
 			t.reclaimIdleLocked(pr, p)
 			return grant{}, false
@@ -156,7 +200,7 @@ func (t *Transport) takeLocked(p *path, now time.Time) (grant, bool) {
 }
 
 // reclaimIdleLocked closes the connection idle longest on another path of
-// provider pr, for p, which found pr full: an idle connection to one site
+// provider pr than p (p nil: any path), for p, which found pr full: an idle connection to one site
 // must not keep another site of the same provider waiting (with one MX
 // host per domain and provider_connection_limit 3, idle connections to
 // three finished domains held every place for their idle_timeout, and 96
@@ -177,8 +221,12 @@ func (t *Transport) reclaimIdleLocked(pr *provider, p *path) {
 	}
 	from.idle = slices.Delete(from.idle, 0, 1)
 	oldest.timer.Stop() // if it already fired, expire finds it gone
+	pr.closing++
 	go func() {
 		oldest.quit()
+		t.mu.Lock()
+		pr.closing--
+		t.mu.Unlock()
 		t.release(from, oldest.provs)
 	}()
 }

@@ -23,7 +23,20 @@ func (t *Transport) finish(p *path, s *session, reusable bool) {
 // closed rather than kept idle (reclaimIdleLocked). t.mu is held.
 func neededElsewhere(provs []*provider) bool {
 	for _, pr := range provs {
-		if pr.limit > 0 && pr.open >= pr.limit && len(pr.blocked) > 0 {
+		if pr.limited && pr.open >= pr.limit && len(pr.blocked) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// overShare reports whether a provider the session counts against has
+// more connections than this process's share of its limit (which shrinks
+// when another process joins): the session is closed rather than kept.
+// t.mu is held.
+func overShare(provs []*provider) bool {
+	for _, pr := range provs {
+		if pr.limited && pr.open > pr.limit {
 			return true
 		}
 	}
@@ -34,12 +47,13 @@ func neededElsewhere(provs []*provider) bool {
 // or idle until p's idle_timeout. It is closed with QUIT instead when the
 // Transport is closed, reuse is off, it has carried
 // max_deliveries_per_connection messages, or the path has more
-// connections than its connection_limit (lowered by a reload); its place
+// connections than its connection_limit (lowered by a reload) or a
+// provider more than this process's share; its place
 // counts until QUIT's reply.
 func (t *Transport) park(p *path, s *session) {
 	t.mu.Lock()
 	if t.closed || p.lim.idle < 0 || p.lim.perConn > 0 && s.count >= p.lim.perConn || p.open > p.lim.conns ||
-		len(p.queue) == 0 && neededElsewhere(s.provs) {
+		len(p.queue) == 0 && neededElsewhere(s.provs) || overShare(s.provs) {
 		t.mu.Unlock()
 		s.quit()
 		t.release(p, s.provs)

@@ -89,6 +89,16 @@ type Result struct {
 }
 
 // Config configures a Transport. Only Resolver is required.
+// Shares is this process's part of limits meant for every process
+// together.
+type Shares interface {
+	// Share is this process's part of limit places.
+	Share(limit int) int
+	// Divisor is what this process divides a rate by; 0 when it has no
+	// share yet.
+	Divisor() int
+}
+
 type Config struct {
 	Resolver MXResolver
 	// MXPort is the port for direct delivery. Default 25.
@@ -116,6 +126,10 @@ type Config struct {
 	// InsecureSkipRelayVerify turns off certificate verification for
 	// relays. The zero value verifies.
 	InsecureSkipRelayVerify bool
+	// Shares splits the provider_* limits of the shaping rules between
+	// the processes delivering from one database (package members); nil:
+	// this process has them whole.
+	Shares Shares
 	// Shaping returns the traffic-shaping rules in force, read at every
 	// admission (so a reload applies to the next delivery); nil, or a nil
 	// result, is no rules: every path has the defaults below.

@@ -95,9 +95,16 @@ func startServeWith(t *testing.T, n *simnet.Net, vars map[string]string) *serve 
 	s.cli(t, "domain", "add", "alice", "shop.sender.test", "--direct")
 	s.cli(t, "domain", "verify", "shop.sender.test", "--force")
 	s.key = strings.TrimSpace(s.cli(t, "key", "create", "alice"))
+	s.start(t)
+	return s
+}
 
+// start runs one more `postline serve` process with s's environment, on
+// its own address (s.addr becomes it), until the test ends.
+func (s *serve) start(t *testing.T) {
+	t.Helper()
 	s.addr = testutil.FreeAddr(t)
-	cmd := exec.Command(bin, "serve", "--addr", s.addr)
+	cmd := exec.Command(s.bin, "serve", "--addr", s.addr)
 	cmd.Env = s.env()
 	cmd.Stderr = s
 	if err := cmd.Start(); err != nil {
@@ -119,7 +126,7 @@ func startServeWith(t *testing.T, n *simnet.Net, vars map[string]string) *serve 
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return s
+				return
 			}
 		}
 		select {

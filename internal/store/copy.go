@@ -27,14 +27,15 @@ type CopyProgress func(table string, done, total int64)
 
 // Tables lists the SQLite database's own tables (not SQLite's, not the
 // migration tool's, not the full-text search tables that only SQLite has:
-// PostgreSQL searches with trigram indexes), parents before the tables
-// that reference them.
+// PostgreSQL searches with trigram indexes, not delivery_members: the
+// processes delivering from the source are not the destination's),
+// parents before the tables that reference them.
 func (db *DB) Tables(ctx context.Context) ([]string, error) {
 	if db.Dialect != SQLite {
 		return nil, errors.New("store: Tables reads a SQLite schema")
 	}
 	rows, err := db.r.QueryContext(ctx, `SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table'
-		AND name NOT LIKE 'sqlite_%' AND name <> 'goose_db_version' ORDER BY name`)
+		AND name NOT LIKE 'sqlite_%' AND name NOT IN ('goose_db_version', 'delivery_members') ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("InTxPanic", func(t *testing.T) { t.Parallel(); testInTxPanic(t, open(t)) })
 	t.Run("CallTimeout", func(t *testing.T) { t.Parallel(); testCallTimeout(t, open(t)) })
 	t.Run("MTASTSPolicies", func(t *testing.T) { t.Parallel(); testMTASTSPolicies(t, open(t)) })
+	t.Run("Members", func(t *testing.T) { t.Parallel(); testMembers(t, open(t)) })
 	t.Run("ProbeWrite", func(t *testing.T) { t.Parallel(); testProbeWrite(t, open(t)) })
 	t.Run("Templates", func(t *testing.T) { t.Parallel(); testTemplates(t, open(t)) })
 	t.Run("TemplatesConcurrent", func(t *testing.T) { t.Parallel(); testTemplatesConcurrent(t, open(t)) })
