@@ -1,13 +1,17 @@
 package simnet_test
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/postline/postline/internal/simnet"
 )
@@ -156,4 +160,132 @@ func sourceIndex(sources []source, name string) int {
 		}
 	}
 	return -1
+}
+
+// skipNearMidnight skips a warm-up test that could cross a UTC midnight,
+// when the caps start again.
+func skipNearMidnight(t *testing.T) {
+	now := time.Now().UTC()
+	if left := now.Truncate(24 * time.Hour).Add(24 * time.Hour).Sub(now); left < 3*time.Minute {
+		t.Skipf("%v to UTC midnight: the warm-up day would change during the test", left.Round(time.Second))
+	}
+}
+
+// warmup is the warm-up lines of a source starting today (UTC).
+func warmup(steps string) string {
+	return fmt.Sprintf("warmup = [%s]\nwarmup_start = %q\n", steps, time.Now().UTC().Format("2006-01-02"))
+}
+
+// queued is the PENDING and DEFERRED counts of shop.sender.test in
+// `postline queue list`.
+func (s *serve) queued(t *testing.T) (pending, deferred int) {
+	t.Helper()
+	out := s.cli(t, "queue", "list")
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && f[0] == "shop.sender.test" {
+			p, err1 := strconv.Atoi(f[1])
+			d, err2 := strconv.Atoi(f[2])
+			if err1 != nil || err2 != nil {
+				t.Fatalf("queue list: %q", line)
+			}
+			return p, d
+		}
+	}
+	t.Fatalf("queue list does not list shop.sender.test:\n%s", out)
+	return 0, 0
+}
+
+// countEvents is how many entries of each event type the log holds.
+func countEvents(entries []logEntry) map[string]int {
+	out := map[string]int{}
+	for _, e := range entries {
+		out[e.EventType]++
+	}
+	return out
+}
+
+// A source warming up at 7 a day, alone in its pool, sends exactly 7 of
+// 20 messages today; the 13 others wait: no attempt (no send, deferred
+// or failure entry), still pending in `postline queue list`, and nothing
+// more reaches the provider.
+func TestBinaryWarmupCapWaits(t *testing.T) {
+	t.Parallel()
+	skipNearMidnight(t)
+	n := simnet.New(t, simnet.Config{Providers: []simnet.ProviderConfig{{Name: "inbox", Domains: 5}}})
+	p := n.Provider("inbox")
+	src := source{name: "new", addr: "127.0.0.53", ehlo: "new.sender.test", weight: 1, warmup: warmup(`"7/day", "100/day"`)}
+	s := startPooled(t, n, []source{src}, nil)
+	rcpts := recipients(20, p.Domains())
+	s.sendAll(t, rcpts)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.WaitForMessages(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	// The others are turned away at once; give them time to go wrongly.
+	time.Sleep(3 * time.Second)
+	if got := n.Received(); got != 7 {
+		t.Errorf("the provider received %d messages, want the cap, 7", got)
+	}
+	if st := p.Stats(netip.MustParseAddr(src.addr)); st.Messages != 7 {
+		t.Errorf("%d messages from the source's address %s, want 7", st.Messages, src.addr)
+	}
+	entries := s.entries(t, "")
+	events := countEvents(entries)
+	if events["delivered"] != 7 || events["send"] != 7 || events["queued"] != 20 {
+		t.Errorf("log entries by type %v; want 20 queued, 7 send and 7 delivered", events)
+	}
+	for _, typ := range []string{"deferred", "temporary_fail", "permanent_fail", "failed", "bounced"} {
+		if events[typ] != 0 {
+			t.Errorf("%d %s entries: a delivery waiting for the warm-up cap is not an attempt", events[typ], typ)
+		}
+	}
+	for _, e := range entries {
+		if e.EventType == "delivered" && (e.str("source") != "new" || e.str("source_address") != src.addr) {
+			t.Errorf("delivered to %s through source %q at %q, want new at %s", e.Recipient, e.str("source"), e.str("source_address"), src.addr)
+		}
+	}
+	if pending, deferred := s.queued(t); pending != 13 || deferred != 0 {
+		t.Errorf("queue list: %d pending, %d deferred; want 13 waiting, none deferred", pending, deferred)
+	}
+}
+
+// A pool of a source warming up at 5 a day (weight 3) and one without a
+// cap (weight 1): of 40 messages, exactly 5 go through the first, the
+// rest through the second, all today, none deferred.
+func TestBinaryWarmupSkipsFullSource(t *testing.T) {
+	t.Parallel()
+	skipNearMidnight(t)
+	n := simnet.New(t, simnet.Config{Providers: []simnet.ProviderConfig{{Name: "inbox", Domains: 5}}})
+	p := n.Provider("inbox")
+	sources := []source{
+		{name: "new", addr: "127.0.0.54", ehlo: "new.sender.test", weight: 3, warmup: warmup(`"5/day"`)},
+		{name: "old", addr: "127.0.0.55", ehlo: "old.sender.test", weight: 1},
+	}
+	s := startPooled(t, n, sources, nil)
+	rcpts := recipients(40, p.Domains())
+	s.sendAll(t, rcpts)
+	waitAll(t, n, rcpts)
+
+	for _, src := range sources {
+		want := map[string]int{"new": 5, "old": 35}[src.name]
+		if st := p.Stats(netip.MustParseAddr(src.addr)); st.Messages != want {
+			t.Errorf("source %s (%s): the provider saw %d messages, want %d", src.name, src.addr, st.Messages, want)
+		}
+	}
+	entries := s.entries(t, "")
+	bySource := map[string]int{}
+	for _, e := range entries {
+		if e.EventType == "delivered" {
+			bySource[e.str("source")+" "+e.str("source_address")]++
+		}
+	}
+	if want := map[string]int{"new 127.0.0.54": 5, "old 127.0.0.55": 35}; !maps.Equal(bySource, want) {
+		t.Errorf("delivered entries by details.source and source_address %v, want %v", bySource, want)
+	}
+	if events := countEvents(entries); events["deferred"] != 0 || events["temporary_fail"] != 0 || events["send"] != 40 {
+		t.Errorf("log entries by type %v; want 40 send, no deferred or temporary_fail", events)
+	}
 }
