@@ -28,6 +28,8 @@ type Ticket struct {
 	lim        pathLimits
 	provLimits []shaping.ProviderLimit
 	source     egress.Source  // the egress source (Name "" for none)
+	picker     *picker        // the round robin that chose source, or nil
+	pick       egress.Pick    // its choice, taken back if the delivery waits
 	warmDay    time.Time      // the UTC day its warm-up cap counted it; zero: not counted
 	rules      []shaping.Rule // the automation rules in force for the site
 
@@ -83,7 +85,7 @@ func (t *Transport) admit(ctx context.Context, r Route, rcpt string, blocking bo
 	tk.blocking = blocking
 	got, wait, e := t.admitPath(ctx, tk)
 	if got == nil {
-		t.refundWarmup(tk) // not admitted: not sent today on its count
+		t.unchooseSource(tk) // not admitted: not sent through its source
 	}
 	return got, wait, e
 }
@@ -271,7 +273,7 @@ func (tk *Ticket) Release() {
 		g = &got
 	}
 	t.mu.Unlock()
-	t.refundWarmup(tk)
+	t.unchooseSource(tk)
 	if g != nil {
 		t.giveBack(tk.p, *g)
 	}

@@ -157,7 +157,9 @@
 // a smooth weighted round robin over the pool's sources whose warm-up cap
 // for the UTC day (Config.Now) has room, counted in Config.Warmup when the
 // source is chosen and given back when the delivery is not attempted
-// after all; when none has room, Admit says to wait until the next UTC
+// after all, as is its pick in the round robin (so that what is sent
+// keeps the weights when one source's path turns deliveries away more
+// often); when none has room, Admit says to wait until the next UTC
 // day. A source's source_address is bound for direct connections (only
 // MX addresses of its family are dialled) and its ehlo_domain said
 // instead of Config.HeloName; Result and Error name it. A relay's path

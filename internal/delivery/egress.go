@@ -46,26 +46,29 @@ func (t *Transport) chooseSource(ctx context.Context, tk *Ticket, pool string) (
 			t.pickers[tk.site+"\x00"+pool] = pk
 		}
 		pk.used = time.Now()
-		name, ok := pk.Next(func(s string) bool { return !tried[s] && !t.full[s].Equal(day) })
+		pick, ok := pk.Take(func(s string) bool { return !tried[s] && !t.full[s].Equal(day) })
 		t.mu.Unlock()
 		if !ok {
 			return day.Add(24 * time.Hour).Sub(now), nil
 		}
+		name := pick.Source
 		tried[name] = true
 		src := cfg.Sources[name]
 		room, err := t.takeWarmup(ctx, src, now, day)
 		if err != nil {
 			// The count is unknown: wait rather than risk the cap.
+			t.unpick(pk, pick)
 			t.cfg.Logger.Warn("delivery: counting a warm-up message", "source", name, "error", err)
 			return time.Minute, nil
 		}
 		if !room {
 			t.mu.Lock()
 			t.full[name] = day
+			pk.Undo(pick) // the source takes no part in the round today
 			t.mu.Unlock()
 			continue
 		}
-		tk.source = src
+		tk.source, tk.picker, tk.pick = src, pk, pick
 		if _, capped := src.Warmup.Cap(now); capped {
 			tk.warmDay = day
 		}
@@ -98,6 +101,27 @@ func (t *Transport) takeWarmup(ctx context.Context, src egress.Source, now, day 
 		return false, t.cfg.Warmup.Decr(ctx, warmupKey(src.Name), day)
 	}
 	return true, nil
+}
+
+// unpick takes back a pick of a site's round robin.
+func (t *Transport) unpick(pk *picker, pick egress.Pick) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pk.Undo(pick)
+}
+
+// unchooseSource gives back the choice of source of a delivery that was
+// not attempted (it waits for its turn): its place in the site's round
+// robin, so that the deliveries that go keep the pool's weights even
+// when one source's path turns deliveries away more often than another's
+// (a source with a larger weight reaches its path's limits first), and
+// its warm-up count.
+func (t *Transport) unchooseSource(tk *Ticket) {
+	if tk.picker != nil {
+		t.unpick(tk.picker, tk.pick)
+		tk.picker = nil
+	}
+	t.refundWarmup(tk)
 }
 
 // refundWarmup gives back the warm-up count of a delivery that was not

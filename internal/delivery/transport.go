@@ -278,7 +278,7 @@ func (t *Transport) SendTicket(ctx context.Context, tk *Ticket, env Envelope, ms
 	res, e := t.deliver(ctx, tk, env, msg)
 	if e != nil {
 		if e.Wait > 0 {
-			t.refundWarmup(tk) // not attempted: its warm-up count goes back
+			t.unchooseSource(tk) // not attempted: its source choice and warm-up count go back
 		}
 		e.Source, e.SourceAddress = tk.sourceNames()
 		return Result{}, e

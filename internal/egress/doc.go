@@ -15,9 +15,10 @@
 // A pool spreads deliveries over its sources by smooth weighted round
 // robin (as nginx does: over any window of the weights' sum, each source
 // gets its weight's share, interleaved rather than in runs), one rotation
-// per site (Picker). A source with a warm-up schedule may send, on the
-// n-th UTC day from warmup_start (the first is day 0), the n-th entry's
-// count, and without limit once the schedule has run out; before
-// warmup_start it sends nothing. The count is kept by the caller (in the
+// per site (Picker; a pick whose delivery waits is taken back with Undo).
+// A source with a warm-up schedule may send, on the n-th UTC day from
+// warmup_start (the first is day 0), the n-th entry's count, and without
+// limit once the schedule has run out; before warmup_start it sends
+// nothing. The count is kept by the caller (in the
 // database, so that every process shares it).
 package egress

@@ -149,3 +149,33 @@ func TestLoad(t *testing.T) {
 		t.Errorf("Load(bad file) = %v, want an error naming the file", err)
 	}
 }
+
+// A pick taken back leaves the round as it was: the next pick is the
+// same source, and picks that are kept keep the weights' proportions
+// however many others are taken back.
+func TestPickerUndo(t *testing.T) {
+	t.Parallel()
+	p := egress.NewPicker([]egress.Entry{{Source: "a", Weight: 1}, {Source: "b", Weight: 2}, {Source: "c", Weight: 3}})
+	first, _ := p.Take(nil)
+	p.Undo(first)
+	if again, _ := p.Take(nil); again.Source != first.Source {
+		t.Errorf("after Undo(%s) the next pick is %s", first.Source, again.Source)
+	}
+	p.Undo(egress.Pick{Source: "a"}) // not a pick of p: nothing
+	kept := map[string]int{}
+	for i := range 600 {
+		pk, _ := p.Take(nil)
+		// Take back every other pick of c, as a busy source's would be.
+		if pk.Source == "c" && i%2 == 0 {
+			p.Undo(pk)
+			continue
+		}
+		kept[pk.Source]++
+	}
+	total := kept["a"] + kept["b"] + kept["c"]
+	for s, w := range map[string]int{"a": 1, "b": 2, "c": 3} {
+		if want := total * w / 6; kept[s] < want-1 || kept[s] > want+1 {
+			t.Errorf("kept picks %v: %s has %d, want %d±1", kept, s, kept[s], want)
+		}
+	}
+}

@@ -76,6 +76,14 @@ func startServe(t *testing.T, n *simnet.Net) *serve {
 // startServeWith is startServe with more of serve's environment.
 func startServeWith(t *testing.T, n *simnet.Net, vars map[string]string) *serve {
 	t.Helper()
+	return startServeSetup(t, n, vars, nil)
+}
+
+// startServeSetup is startServeWith running setup (commands such as
+// `postline domain update`) after the account exists and before serve
+// starts.
+func startServeSetup(t *testing.T, n *simnet.Net, vars map[string]string, setup func(s *serve)) *serve {
+	t.Helper()
 	bin, err := buildBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +103,9 @@ func startServeWith(t *testing.T, n *simnet.Net, vars map[string]string) *serve 
 	s.cli(t, "domain", "add", "alice", "shop.sender.test", "--direct")
 	s.cli(t, "domain", "verify", "shop.sender.test", "--force")
 	s.key = strings.TrimSpace(s.cli(t, "key", "create", "alice"))
+	if setup != nil {
+		setup(s)
+	}
 	s.start(t)
 	return s
 }

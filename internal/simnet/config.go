@@ -170,8 +170,10 @@ type MTASTSPolicy struct {
 }
 
 // DANE describes the TLSA records (RFC 6698, 7672) published at
-// _25._tcp.MXHOST for each of a provider's MX hosts. They are always at
-// port 25, whatever MXPort is, as a sender looks them up.
+// _25._tcp.MXHOST for each of a provider's MX hosts, as a sender
+// delivering on port 25 looks them up, and the same at
+// _MXPORT._tcp.MXHOST, for a sender told to deliver on MXPort (whose
+// TLSA records are those of the port it dials, RFC 6698 §3).
 type DANE struct {
 	// Usage is 3 (DANE-EE: the provider's certificate) or 2 (DANE-TA: the
 	// test CA). Selector 1 (SPKI) and matching type 1 (SHA-256) are used.

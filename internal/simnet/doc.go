@@ -23,7 +23,9 @@
 //	A           every MX host → the provider's address
 //	MTA-STS     _mta-sts.DOMAIN TXT "v=STSv1; id=ID;", mta-sts.DOMAIN A → the
 //	            provider's address, the policy over HTTPS on MTASTSPort
-//	DANE        _25._tcp.MXHOST TLSA (port 25 whatever MXPort is)
+//	DANE        _25._tcp.MXHOST TLSA, as a sender delivering on port 25 looks
+//	            them up, and the same at _MXPORT._tcp.MXHOST, as a sender told
+//	            to deliver on MXPort (Postline's --mx-port) looks them up
 //
 // So a shaping rule matches a provider by MXSuffix ".NAME.simnet.test" or
 // DomainSuffix ".NAME.example", and every simulated MX by MXSuffix

@@ -2,6 +2,7 @@ package simnet
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -52,28 +53,31 @@ func (p *Provider) publish(d *dnstest.Server, cfg *Config) error {
 	if cfg.Authenticate == nil {
 		cfg.Authenticate = func(d *dnstest.Server, name string) { d.SetAuthenticated(name, true) }
 	}
+	ports := []int{25}
+	if p.net.mxPort != 25 {
+		ports = append(ports, p.net.mxPort)
+	}
 	for h := range hosts {
-		rr, err := p.tlsa(h)
-		if err != nil {
-			return err
-		}
-		d.AddRR(rr)
-		if cfg.Authenticate != nil {
-			cfg.Authenticate(d, h)
+		cfg.Authenticate(d, h)
+		for _, port := range ports {
+			rr, err := p.tlsa(h, port)
+			if err != nil {
+				return err
+			}
+			d.AddRR(rr)
 			cfg.Authenticate(d, rr.Hdr.Name)
 		}
 	}
-	if cfg.Authenticate != nil {
-		for _, dom := range p.domains {
-			cfg.Authenticate(d, dom)
-		}
+	for _, dom := range p.domains {
+		cfg.Authenticate(d, dom)
 	}
 	return nil
 }
 
-// tlsa is the TLSA record of MX host h as the provider's DANE asks.
-func (p *Provider) tlsa(h string) (*dns.TLSA, error) {
-	name, err := dns.TLSAName(dns.Fqdn(h), "25", "tcp")
+// tlsa is the TLSA record of MX host h at port as the provider's DANE
+// asks.
+func (p *Provider) tlsa(h string, port int) (*dns.TLSA, error) {
+	name, err := dns.TLSAName(dns.Fqdn(h), strconv.Itoa(port), "tcp")
 	if err != nil {
 		return nil, err
 	}

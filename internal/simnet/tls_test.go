@@ -222,12 +222,19 @@ func TestDANE(t *testing.T) {
 		// Called during Start only, so no lock is needed.
 		Authenticate: func(_ *dnstest.Server, name string) { authed[dns.CanonicalName(name)] = true },
 	})
+	// The records are at port 25 and at MXPort alike.
 	tlsa := func(host string) *dns.TLSA {
 		rrs := lookup(t, n, "_25._tcp."+host, dns.TypeTLSA)
 		if len(rrs) != 1 {
 			t.Fatalf("TLSA of %s: %v, want one", host, rrs)
 		}
-		return rrs[0].(*dns.TLSA)
+		at25 := rrs[0].(*dns.TLSA)
+		name := "_" + strconv.Itoa(n.MXPort()) + "._tcp." + host
+		rrs = lookup(t, n, name, dns.TypeTLSA)
+		if len(rrs) != 1 || rrs[0].(*dns.TLSA).Certificate != at25.Certificate || rrs[0].(*dns.TLSA).Usage != at25.Usage {
+			t.Fatalf("TLSA at %s: %v, want the same as at port 25 (%v)", name, rrs, at25)
+		}
+		return at25
 	}
 	for _, host := range []string{"mx1.ee.simnet.test", "mx2.ee.simnet.test"} {
 		rr := tlsa(host)
@@ -244,7 +251,8 @@ func TestDANE(t *testing.T) {
 	if rrs := lookup(t, n, "_25._tcp.mx1.none.simnet.test", dns.TypeTLSA); len(rrs) != 0 {
 		t.Errorf("a provider without DANE publishes %v", rrs)
 	}
-	for _, name := range []string{"d001.ee.example.", "mx1.ee.simnet.test.", "_25._tcp.mx1.ee.simnet.test.", "d002.ta.example."} {
+	mxPortName := "_" + strconv.Itoa(n.MXPort()) + "._tcp.mx1.ee.simnet.test."
+	for _, name := range []string{"d001.ee.example.", "mx1.ee.simnet.test.", "_25._tcp.mx1.ee.simnet.test.", mxPortName, "d002.ta.example."} {
 		if !authed[name] {
 			t.Errorf("Authenticate not called for %s", name)
 		}
