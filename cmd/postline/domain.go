@@ -167,7 +167,7 @@ func setupDomainUpdate(fs *flag.FlagSet) runFunc {
 		if d, err = a.Domains.SetDelivery(ctx, d, del, true); err != nil {
 			return err
 		}
-		fmt.Fprintf(x.stdout, "%s now delivers %s\n", d.Name, deliveryText(d.Delivery))
+		fmt.Fprintf(x.stdout, "%s now delivers %s\n", d.Name, deliveryText(d))
 		return nil
 	})
 }
@@ -189,7 +189,7 @@ func setupDomainList(*flag.FlagSet) runFunc {
 		tw := tabwriter.NewWriter(x.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "DOMAIN\tVERIFIED\tDELIVERY\tTRACKING\tAUTH")
 		for _, d := range list {
-			fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\n", d.Name, d.Verified(), deliveryText(d.Delivery), dash(d.TrackingDomain), dash(d.AuthDomain))
+			fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\n", d.Name, d.Verified(), deliveryText(d), dash(d.TrackingDomain), dash(d.AuthDomain))
 		}
 		return tw.Flush()
 	}
@@ -212,7 +212,7 @@ func domainShow(ctx context.Context, x *inv, a *app.App, d domain.Domain) error 
 		claim += ", deleted unless verified by " + d.ClaimExpiresAt.Format(time.RFC3339)
 	}
 	fmt.Fprintf(x.stdout, "domain:    %s\naccount:   %s\nclaim:     %s\nverified:  %s\ndelivery:  %s\ntracking:  %s (%s)\nauth:      %s\nselector:  %s\n\n",
-		d.Name, login, claim, verified, deliveryText(d.Delivery), dash(d.TrackingDomain), trackingText(d.Tracking), dash(d.AuthDomain), d.DKIMSelector)
+		d.Name, login, claim, verified, deliveryText(d), dash(d.TrackingDomain), trackingText(d.Tracking), dash(d.AuthDomain), d.DKIMSelector)
 	return printRecords(x.stdout, a.Domains.Records(d))
 }
 
@@ -289,9 +289,13 @@ func trackingText(t domain.Tracking) string {
 	return fmt.Sprintf("opens %s, clicks %s, unsubscribe %s", onOff(t.Opens), onOff(t.Clicks), onOff(t.Unsubscribe))
 }
 
-func deliveryText(d domain.Delivery) string {
+func deliveryText(dom domain.Domain) string {
+	d := dom.Delivery
 	if d.Mode == domain.ModeDirect && d.Pool != "" {
 		return "direct to MX through egress pool " + d.Pool
+	}
+	if pool := dom.EgressPool(); pool != "" {
+		return "direct to MX through egress pool " + pool + " (the account's)"
 	}
 	if d.Mode == domain.ModeDirect {
 		return "direct to MX"

@@ -191,6 +191,15 @@ func TestDomainUpdateAndUserEnable(t *testing.T) {
 		{[]string{"domain", "update", "shop.example", "--pool", "main"}, 2, `--pool: no egress pool named "main"`},
 		{[]string{"domain", "update", "shop.example", "--egress-file", egressFile, "--pool", "main"}, 0, "direct to MX through egress pool main"},
 		{[]string{"domain", "update", "shop.example", "--pool", ""}, 0, "shop.example now delivers direct to MX\n"},
+		// The account's pool: the default of its domains that name none.
+		{[]string{"user", "update", "alice", "--pool", "main"}, 2, `--pool: no egress pool named "main"`},
+		{[]string{"user", "update", "alice"}, 2, "nothing to change: give --pool"},
+		{[]string{"user", "update", "alice", "--egress-file", egressFile, "--pool", "main"}, 0, "account alice's domains without a pool of their own now send through egress pool main"},
+		{[]string{"user", "update", "nobody", "--egress-file", egressFile, "--pool", "main"}, 1, `account "nobody" not found`},
+		{[]string{"domain", "show", "shop.example"}, 0, "direct to MX through egress pool main (the account's)"},
+		{[]string{"user", "list"}, 0, "  main\n"},
+		{[]string{"user", "update", "alice", "--pool", ""}, 0, "account alice has no egress pool"},
+		{[]string{"domain", "show", "shop.example"}, 0, "delivery:  direct to MX\n"},
 		{[]string{"domain", "update", "shop.example", "--smtp-port", "25"}, 2, "--smtp-host is required to switch to relay delivery"},
 		{[]string{"domain", "update", "nope.example", "--direct"}, 1, "domain nope.example not found"},
 		{[]string{"user", "disable", "alice"}, 0, "disabled account alice"},
@@ -449,6 +458,13 @@ func TestStoreCopyCommand(t *testing.T) {
 	dir := t.TempDir()
 	cli(t, dir, "user", "create", "alice")
 	cli(t, dir, "domain", "add", "alice", "shop.example", "--direct")
+	egressFile := filepath.Join(dir, "egress.toml")
+	if err := os.WriteFile(egressFile, []byte("[source.a]\n[pool.main]\nentries = [{name = \"a\"}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := cli(t, dir, "user", "update", "alice", "--egress-file", egressFile, "--pool", "main"); code != 0 {
+		t.Fatalf("user update --pool: exit %d %q", code, errs)
+	}
 	if code, _, errs := cli(t, dir, "store", "copy", "--to", "mysql://x"); code != 2 || !strings.Contains(errs, "--to must be a postgres:// URL") {
 		t.Errorf("store copy --to mysql: exit %d %q", code, errs)
 	}
@@ -460,8 +476,9 @@ func TestStoreCopyCommand(t *testing.T) {
 	if code, _, errs := cli(t, dir, "store", "copy", "--to", pg); code == 0 || !strings.Contains(errs, "not empty") {
 		t.Errorf("a second copy into the same database: exit %d %q", code, errs)
 	}
-	if code, out, errs := cli(t, dir, "domain", "show", "shop.example", "--database-url", pg); code != 0 || !strings.Contains(out, "account:   alice") {
-		t.Errorf("the copy read from PostgreSQL: exit %d %q %q", code, out, errs)
+	if code, out, errs := cli(t, dir, "domain", "show", "shop.example", "--database-url", pg); code != 0 || !strings.Contains(out, "account:   alice") ||
+		!strings.Contains(out, "through egress pool main (the account's)") {
+		t.Errorf("the copy read from PostgreSQL (the account's pool carried): exit %d %q %q", code, out, errs)
 	}
 }
 

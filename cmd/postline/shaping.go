@@ -26,7 +26,11 @@ func shapingCommands() *cmd {
 				"it only reads the database (the automation actions in force), so it runs beside a running\n" +
 				"server on the same data directory. Limits are printed one a line as\n" +
 				"KEY = VALUE with KumoMTA's key names, as serve enforces them: a key no file sets shows\n" +
-				"Postline's default, marked \"# default\" (keys without one, such as rates, are left out).",
+				"Postline's default, marked \"# default\" (keys without one, such as rates, are left out).\n" +
+				"With --egress-file, the egress pools that may carry the mail follow (--pool: only that one),\n" +
+				"`egress_pool = NAME` and then its sources one a line: `egress_source = NAME weight=N\n" +
+				"source_address=IP ehlo_domain=NAME warmup_cap=N warmup_used=N` (today's UTC cap and the count\n" +
+				"every process shares; warmup_cap=none without a cap).",
 			setup: setupShapingShow, minArgs: 1, maxArgs: 1},
 		{name: "status", summary: "list the automation actions in force: site, action, rule, reply, since, until",
 			help: "Actions automation rules put in force (Suspend, SuspendTenant, SetConfig) are shared by every\n" +
@@ -37,7 +41,11 @@ func shapingCommands() *cmd {
 
 func setupShapingShow(fs *flag.FlagSet) runFunc {
 	source := fs.String("source", "", "the egress `SOURCE` whose per-source sections apply")
+	pool := fs.String("pool", "", "with --egress-file: list only this egress `pool` (default: every pool of the file)")
 	return func(ctx context.Context, x *inv) error {
+		if *pool != "" && x.cfg.EgressFile == "" {
+			return usagef("--pool needs --egress-file (POSTLINE_EGRESS_FILE)")
+		}
 		resolver, err := dnsclient.New(dnsclient.Config{Server: x.cfg.DNSServer})
 		if err != nil {
 			return err
@@ -66,6 +74,9 @@ func setupShapingShow(fs *flag.FlagSet) runFunc {
 		}
 		for _, a := range inForce {
 			fmt.Fprintf(x.stdout, "in_force = %s\n", a)
+		}
+		if x.cfg.EgressFile != "" {
+			return printEgress(ctx, x, x.stdout, *pool)
 		}
 		return nil
 	}

@@ -2,14 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/postline/postline/internal/delivery"
 	"github.com/postline/postline/internal/dnstest"
+	"github.com/postline/postline/internal/egress"
+	"github.com/postline/postline/internal/store"
 )
 
 // runBinary runs the built binary with the environment given (and no
@@ -139,5 +145,86 @@ func TestShapingShowThroughTheBinary(t *testing.T) {
 	code, _, errs = runBinary(t, env, "shaping", "show", "nowhere.example")
 	if code != 1 || !strings.Contains(errs, "cannot resolve the MX hosts of nowhere.example") {
 		t.Errorf("unknown domain: exit %d, stderr %q", code, errs)
+	}
+}
+
+// `postline shaping show` with --egress-file adds, after the lines it
+// always prints (unchanged), the egress pools that may carry the mail:
+// each pool's sources with their weight, address, EHLO name, today's
+// warm-up cap and the count the database holds for it today.
+func TestShapingShowEgressThroughTheBinary(t *testing.T) {
+	t.Parallel()
+	dns := dnstest.New(t)
+	dns.AddMX("customer.example", 10, "mx1.big.example")
+	dir := t.TempDir()
+	today := egress.Day(time.Now())
+	file := filepath.Join(dir, "egress.toml")
+	if err := os.WriteFile(file, []byte(fmt.Sprintf(`
+[source."ip-1"]
+source_address = "127.0.0.2"
+ehlo_domain = "mta1.postline.test"
+warmup = ["5/day", "10/day"]
+warmup_start = %q
+[source."ip-2"]
+[source."ip-3"]
+source_address = "127.0.0.3"
+warmup = ["50/day"]
+warmup_start = %q
+[pool."main"]
+entries = [{name = "ip-1", weight = 2}, {name = "ip-2"}]
+[pool."later"]
+entries = [{name = "ip-3"}]
+`, today.Format(time.DateOnly), today.AddDate(0, 0, 1).Format(time.DateOnly))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(dir, "data")
+	env := []string{"POSTLINE_DATA_DIR=" + dataDir, "POSTLINE_DNS_SERVER=" + dns.Addr()}
+
+	// Without a database the counts are unknown; the rest is printed.
+	code, out, errs := runBinary(t, env, "shaping", "show", "customer.example", "--egress-file", file, "--pool", "main")
+	if code != 0 || !strings.Contains(out, "egress_source = ip-1 weight=2 source_address=127.0.0.2 ehlo_domain=mta1.postline.test warmup_cap=5 warmup_used=unknown\n") ||
+		!strings.Contains(errs, "warm-up counts unknown") {
+		t.Errorf("without a database: exit %d\n%s\n%s", code, out, errs)
+	}
+
+	// The database serve shares, with 3 of ip-1's 5 used today.
+	if code, _, errs := runBinary(t, env, "migrate"); code != 0 {
+		t.Fatalf("migrate: exit %d %s", code, errs)
+	}
+	ctx := context.Background()
+	db, err := store.Open(ctx, "sqlite:"+filepath.Join(dataDir, "postline.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.NewRateCounter(db).Incr(ctx, delivery.WarmupKey("ip-1"), today, 3, 48*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	code, plain, errs := runBinary(t, env, "shaping", "show", "customer.example")
+	if code != 0 {
+		t.Fatalf("shaping show: exit %d %s", code, errs)
+	}
+	code, out, errs = runBinary(t, env, "shaping", "show", "customer.example", "--egress-file", file)
+	if code != 0 {
+		t.Fatalf("shaping show --egress-file: exit %d %s", code, errs)
+	}
+	if egress.Day(time.Now()) != today {
+		t.Skip("the UTC day changed during the test")
+	}
+	want := plain + "# egress: " + file + " (UTC day " + today.Format(time.DateOnly) + ")\n" +
+		"egress_pool = later\n" +
+		"egress_source = ip-3 weight=1 source_address=127.0.0.3 ehlo_domain=(default) warmup_cap=0 warmup_used=0  # warm-up starts " +
+		today.AddDate(0, 0, 1).Format(time.DateOnly) + "\n" +
+		"egress_pool = main\n" +
+		"egress_source = ip-1 weight=2 source_address=127.0.0.2 ehlo_domain=mta1.postline.test warmup_cap=5 warmup_used=3\n" +
+		"egress_source = ip-2 weight=1 source_address=(system) ehlo_domain=(default) warmup_cap=none\n"
+	if out != want {
+		t.Errorf("shaping show --egress-file printed\n%s\nwant\n%s", out, want)
+	}
+
+	code, _, errs = runBinary(t, env, "shaping", "show", "customer.example", "--egress-file", file, "--pool", "nope")
+	if code != 2 || !strings.Contains(errs, `--pool: no egress pool named "nope"`) {
+		t.Errorf("--pool nope: exit %d %q", code, errs)
 	}
 }

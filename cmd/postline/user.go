@@ -31,6 +31,11 @@ func userCommands() *cmd {
 			help:    "An empty password removes it: the account then signs in to the console with an API key only.",
 			minArgs: 1, maxArgs: 1, setup: setupUserPassword},
 		{name: "list", summary: "list accounts", setup: setupUserList},
+		{name: "update", args: "LOGIN", summary: "change an account's settings: --pool, its domains' default egress pool",
+			help: "--pool NAME names a pool of the --egress-file: the account's domains that name no pool of their own\n" +
+				"send direct deliveries through it (a domain's own pool, `postline domain update --pool`, wins);\n" +
+				"--pool \"\" clears it.",
+			minArgs: 1, maxArgs: 1, setup: setupUserUpdate},
 		{name: "disable", args: "LOGIN", summary: "disable an account: its keys stop working at once",
 			minArgs: 1, maxArgs: 1, setup: withLogin(func(ctx context.Context, x *inv, login string) error {
 				a, err := x.app(ctx)
@@ -149,7 +154,7 @@ func setupUserList(*flag.FlagSet) runFunc {
 			return err
 		}
 		tw := tabwriter.NewWriter(x.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tLOGIN\tCREATED\tSTATUS\tROLE\tPASSWORD")
+		fmt.Fprintln(tw, "ID\tLOGIN\tCREATED\tSTATUS\tROLE\tPASSWORD\tPOOL")
 		for _, u := range users {
 			status, role, pw := "active", "sender", "no"
 			if u.DisabledAt != nil {
@@ -161,9 +166,42 @@ func setupUserList(*flag.FlagSet) runFunc {
 			if u.PasswordSet {
 				pw = "set"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", u.ID, u.Login, u.CreatedAt.Format(time.RFC3339), status, role, pw)
+			pool := u.Pool
+			if pool == "" {
+				pool = "-"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", u.ID, u.Login, u.CreatedAt.Format(time.RFC3339), status, role, pw, pool)
 		}
 		return tw.Flush()
+	}
+}
+
+func setupUserUpdate(fs *flag.FlagSet) runFunc {
+	var pool *string // nil: --pool not given
+	fs.Func("pool", "the egress `pool` of the --egress-file the account's domains without one of their own send through (\"\" for none)",
+		func(v string) error {
+			pool = &v
+			return nil
+		})
+	return func(ctx context.Context, x *inv) error {
+		x.fields = map[string]string{"delivery.pool": "--pool"}
+		if pool == nil {
+			return usagef("nothing to change: give --pool")
+		}
+		a, err := x.app(ctx)
+		if err != nil {
+			return err
+		}
+		acc, err := a.Accounts.SetPool(ctx, x.args[0], *pool)
+		if err != nil {
+			return err
+		}
+		if acc.Pool == "" {
+			fmt.Fprintf(x.stdout, "account %s has no egress pool: its domains without one send from the system's address\n", acc.Login)
+		} else {
+			fmt.Fprintf(x.stdout, "account %s's domains without a pool of their own now send through egress pool %s\n", acc.Login, acc.Pool)
+		}
+		return nil
 	}
 }
 

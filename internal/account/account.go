@@ -30,6 +30,10 @@ type Account struct {
 	// PasswordSet says the account may sign in to the console with a
 	// password besides its API keys.
 	PasswordSet bool
+	// Pool is the egress pool (--egress-file) the account's domains send
+	// direct deliveries through when they name none themselves; "" for
+	// none.
+	Pool string
 }
 
 // Key is an API key's record; the plain key is never stored.
@@ -82,6 +86,7 @@ type Store interface {
 	// PasswordHash returns the account and its password hash ("" when none
 	// is set).
 	PasswordHash(ctx context.Context, login string) (Account, string, error)
+	SetAccountPool(ctx context.Context, id int64, pool string) error
 }
 
 // Service is the account capability.
@@ -93,6 +98,9 @@ type Service struct {
 	// verify checks a password against its hash (verifyPassword; tests
 	// count and hold the checks through it).
 	verify func(password, phc string) bool
+	// hasPool reports whether the egress file defines a pool (SetPoolCheck);
+	// nil: none is defined.
+	hasPool func(name string) bool
 }
 
 // NewService returns a Service; now may be nil for time.Now.

@@ -194,6 +194,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	}
 	a.Accounts = account.NewService(store.NewAccounts(db), nil)
 	a.Accounts.SetPasswordCheckConcurrency(a.Config.PasswordCheckConcurrency)
+	a.Accounts.SetPoolCheck(a.Egress.HasPool)
 	a.Domains = domain.NewService(store.NewDomains(db, box), uncached, domain.Config{
 		RelayAllowlist: cfg.RelayAllowlist,
 		SPFRecord:      cfg.SPFRecord,

@@ -370,9 +370,16 @@ func TestConsoleOperator(t *testing.T) {
 	}
 	o := &browser{t: t, base: env.URL}
 	o.signIn("op", op.Key, "/")
+	// alice's egress pool (set in the store: this server has no egress file).
+	if err := store.NewAccounts(env.App.DB).SetAccountPool(context.Background(), alice.ID, "main"); err != nil {
+		t.Fatal(err)
+	}
 	r, page := o.do("GET", "/admin", nil, nil)
 	if r.StatusCode != 200 || !strings.Contains(page, "alice") || !strings.Contains(page, "Nothing waiting") {
 		t.Fatalf("/admin for the operator: %d\n%s", r.StatusCode, page)
+	}
+	if !strings.Contains(page, "Egress pool</th>") || !strings.Contains(page, "<td>main</td>") || !strings.Contains(page, "<td>none</td>") {
+		t.Errorf("/admin does not show the accounts' egress pools (alice: main, op: none)")
 	}
 	csrf := csrfRE.FindStringSubmatch(page)[1]
 	if r, page := o.do("GET", "/admin?keys=alice", nil, nil); r.StatusCode != 200 || !strings.Contains(page, "Keys of alice") || strings.Contains(page, alice.Key) {

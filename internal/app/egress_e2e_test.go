@@ -209,3 +209,84 @@ func TestEgressUnboundAddress(t *testing.T) {
 		t.Errorf("StartWorkers with an unbindable source = %v, want an error naming it", err)
 	}
 }
+
+// An account's egress pool carries the mail of its domains that name
+// none, and a domain's own pool wins over it. The operator sets it with
+// PATCH /api/admin/accounts/{login}: another account gets 403, and an
+// unknown pool 422 naming the field and the pool.
+func TestEgressAccountPool(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		p := filepath.Join(t.TempDir(), "egress.toml")
+		if err := os.WriteFile(p, []byte(`
+[source."ip-2"]
+source_address = "127.0.0.2"
+[source."ip-3"]
+source_address = "127.0.0.3"
+[pool."two"]
+entries = [{name = "ip-2"}]
+[pool."three"]
+entries = [{name = "ip-3"}]
+`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e := startSendWith(t, d, false, func(c *config.Config) { c.EgressFile = p }, app.Options{})
+		op := e.NewUser("operator")
+		if err := e.App.Accounts.SetAdmin(context.Background(), "operator", true); err != nil {
+			t.Fatal(err)
+		}
+		patch := func(u apitest.User, pool string) *apitest.Response {
+			return e.Do(apitest.Request{Method: "PATCH", Path: "/api/admin/accounts/alice", Auth: u.Auth(),
+				Body: map[string]any{"delivery": map[string]any{"pool": pool}}})
+		}
+		if r := patch(e.user, "two"); r.StatusCode != 403 {
+			t.Errorf("alice setting her own pool: %d %s, want 403", r.StatusCode, r.Body)
+		}
+		if r := patch(op, "nope"); r.StatusCode != 422 || !strings.Contains(string(r.Body), "delivery.pool") || !strings.Contains(string(r.Body), `\"nope\"`) {
+			t.Errorf("unknown pool: %d %s, want 422 naming delivery.pool and nope", r.StatusCode, r.Body)
+		}
+		r := patch(op, "two")
+		if r.StatusCode != 200 || !strings.Contains(string(r.Body), `"delivery":{"pool":"two"}`) {
+			t.Fatalf("PATCH alice's pool: %d %s", r.StatusCode, r.Body)
+		}
+		if e.dom.Delivery.Pool != "" {
+			t.Fatalf("shop.example.com names pool %q; the test needs a domain without one", e.dom.Delivery.Pool)
+		}
+		send := func(prefix string, n int) {
+			var to []string
+			for i := range n {
+				to = append(to, fmt.Sprintf("%s%d@rcpt.example.net", prefix, i))
+			}
+			if r := e.send(t, basicParts(to...), nil); r.StatusCode != 202 {
+				t.Fatalf("send: %d %s", r.StatusCode, r.Body)
+			}
+		}
+		send("acc", 10)
+		if _, err := e.sink.WaitForMessages(ctxTimeout(t, time.Minute), 10); err != nil {
+			t.Fatal(err)
+		}
+		waitSettled(t, e, 10)
+		if got := e.sourcesOf(t); got["ip-2"] != 10 || len(got) != 1 {
+			t.Errorf("a domain without a pool, its account in pool two: sources %v, want all 10 from ip-2", got)
+		}
+
+		// The domain's own pool wins over its account's.
+		r = e.Do(apitest.Request{Method: "PATCH", Path: "/api/domains/shop.example.com/delivery", Auth: e.user.Auth(),
+			Body: map[string]any{"pool": "three"}})
+		if r.StatusCode != 200 {
+			t.Fatalf("PATCH the domain's pool: %d %s", r.StatusCode, r.Body)
+		}
+		send("dom", 10)
+		if _, err := e.sink.WaitForMessages(ctxTimeout(t, time.Minute), 20); err != nil {
+			t.Fatal(err)
+		}
+		waitSettled(t, e, 20)
+		if got := e.sourcesOf(t); got["ip-2"] != 10 || got["ip-3"] != 10 {
+			t.Errorf("then the domain in pool three: sources %v, want 10 from ip-2 and 10 from ip-3", got)
+		}
+		list := e.Do(apitest.Request{Method: "GET", Path: "/api/admin/accounts", Auth: op.Auth()})
+		if !strings.Contains(string(list.Body), `"login":"alice"`) || !strings.Contains(string(list.Body), `"delivery":{"pool":"two"}`) {
+			t.Errorf("GET /api/admin/accounts: %s, want alice in pool two", list.Body)
+		}
+	})
+}

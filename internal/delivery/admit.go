@@ -40,6 +40,11 @@ type Ticket struct {
 	booked   []*rate.Reservation // message-rate bookings, given back unless used
 	blocking bool                // Send's own: waits for its turn as long as its ctx allows
 	ended    bool
+	// spent: the delivery went out through its source (a connection was
+	// dialled, or a transaction began on a reused one), so its warm-up
+	// count stays spent whatever the outcome; otherwise SendTicket gives
+	// it back.
+	spent bool
 }
 
 // Admit asks, without waiting, whether a delivery to recipient over r may

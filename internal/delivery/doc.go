@@ -156,11 +156,15 @@
 // Route.Pool chooses (Config.Egress, package egress): per site and pool,
 // a smooth weighted round robin over the pool's sources whose warm-up cap
 // for the UTC day (Config.Now) has room, counted in Config.Warmup when the
-// source is chosen and given back when the delivery is not attempted
-// after all, as is its pick in the round robin (so that what is sent
-// keeps the weights when one source's path turns deliveries away more
-// often); when none has room, Admit says to wait until the next UTC
-// day. A source's source_address is bound for direct connections (only
+// source is chosen and given back unless the delivery went out through
+// the source (a connection dialled from it, or a transaction begun on a
+// reused one): a ticket released, a turn that did not come, a context
+// that ended while it waited, an MX host that could not be resolved or
+// dialled from the source give it back; a delivery not attempted also
+// gives back its pick in the round robin (so that what is sent keeps the
+// weights when one source's path turns deliveries away more often); when
+// none has room, Admit says to wait until the next UTC day. A source's
+// source_address is bound for direct connections (only
 // MX addresses of its family are dialled) and its ehlo_domain said
 // instead of Config.HeloName; Result and Error name it. A relay's path
 // is its host, port, TLS mode and credentials. A path's connections go to

@@ -17,10 +17,11 @@ type WarmupCounter interface {
 	Decr(ctx context.Context, key string, windowStart time.Time) error
 }
 
-// warmupKey is the counter key of a source's warm-up count; its window
-// is the UTC day. The "day:" prefix keeps it past the database counter's
-// pruning of hour-long windows.
-func warmupKey(source string) string { return "day:warmup:" + source }
+// WarmupKey is the counter key (WarmupCounter, store.RateCounter) of a
+// source's warm-up count; its window is the UTC day (egress.Day). The
+// "day:" prefix keeps it past the database counter's pruning of
+// hour-long windows.
+func WarmupKey(source string) string { return "day:warmup:" + source }
 
 // chooseSource picks the source of tk's delivery from pool: the next of
 // the site's weighted round robin among the sources whose warm-up cap
@@ -93,12 +94,12 @@ func (t *Transport) takeWarmup(ctx context.Context, src egress.Source, now, day 
 	if n == 0 {
 		return false, nil
 	}
-	c, err := t.cfg.Warmup.Incr(ctx, warmupKey(src.Name), day, 1, 48*time.Hour)
+	c, err := t.cfg.Warmup.Incr(ctx, WarmupKey(src.Name), day, 1, 48*time.Hour)
 	if err != nil {
 		return false, err
 	}
 	if c > int64(n) {
-		return false, t.cfg.Warmup.Decr(ctx, warmupKey(src.Name), day)
+		return false, t.cfg.Warmup.Decr(ctx, WarmupKey(src.Name), day)
 	}
 	return true, nil
 }
@@ -132,7 +133,7 @@ func (t *Transport) refundWarmup(tk *Ticket) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := t.cfg.Warmup.Decr(ctx, warmupKey(tk.source.Name), tk.warmDay); err != nil {
+	if err := t.cfg.Warmup.Decr(ctx, WarmupKey(tk.source.Name), tk.warmDay); err != nil {
 		t.cfg.Logger.Warn("delivery: giving back a warm-up count", "source", tk.source.Name, "error", err)
 	}
 	t.mu.Lock()

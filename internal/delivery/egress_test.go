@@ -139,3 +139,64 @@ func TestPoolUnknown(t *testing.T) {
 		t.Errorf("unknown pool: %+v", e)
 	}
 }
+
+// TestPoolWarmupCountsWhatGoesOut: a source's warm-up cap counts only the
+// deliveries that went out through it. Deliveries that failed before any
+// connection (an MX host without addresses) or gave up while waiting for
+// a connection leave the day's cap whole: ip-3, capped at 3 on its first
+// day, still sends 3 messages after them, and then no more.
+func TestPoolWarmupCountsWhatGoesOut(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2025, 3, 1, 18, 0, 0, 0, time.UTC) // day 0: ip-3 may send 3
+	cfg, err := egress.Parse(egressFile + "\n[pool.\"warm\"]\nentries = [{name = \"ip-3\"}]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := setup(t, smtptest.Config{}, func(c *delivery.Config) {
+		c.Egress = cfg
+		c.Now = func() time.Time { return now }
+		c.MaxConnsPerDest = 1
+	})
+	f.dns.AddMX("example.test", 10, "mx.example.test")
+	f.dns.AddA("mx.example.test", "127.0.0.1")
+	f.dns.AddMX("broken.test", 10, "mx.broken.test") // no address records
+	warm := delivery.Route{Mode: delivery.ModeDirect, Pool: "warm"}
+
+	for i := range 5 {
+		_, err := f.send(t, warm, "b@broken.test")
+		if e := asError(t, err); e.Stage != delivery.StageDNS || e.Wait != 0 {
+			t.Fatalf("send %d to an MX without addresses = %+v; want a DNS failure, not a warm-up wait", i+1, e)
+		}
+	}
+
+	// One delivery holds the only connection; the next waits for it and
+	// gives up (its context ends) before it is dialled.
+	ctx := context.Background()
+	first, _, err := f.tr.Admit(ctx, warm, "b@example.test")
+	if first == nil || err != nil {
+		t.Fatalf("Admit = %v, %v", first, err)
+	}
+	second, _, err := f.tr.Admit(ctx, warm, "b@example.test")
+	if second == nil || err != nil {
+		t.Fatalf("Admit behind it = %v, %v", second, err)
+	}
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := f.tr.SendTicket(gone, second, delivery.Envelope{From: "a@sender.test", To: "b@example.test"}, []byte(testMsg)); err == nil {
+		t.Fatal("SendTicket with an ended context succeeded")
+	}
+	first.Release()
+	if n := f.sessions(); n != 0 {
+		t.Fatalf("the sink saw %d connections; nothing should have been dialled yet", n)
+	}
+
+	for i := range 3 {
+		res, err := f.send(t, warm, "b@example.test")
+		if err != nil || res.Source != "ip-3" {
+			t.Fatalf("message %d of the day's 3 = %+v, %v; want it sent from ip-3", i+1, res, err)
+		}
+	}
+	if tk, wait, err := f.tr.Admit(ctx, warm, "b@example.test"); tk != nil || err != nil || wait <= 0 {
+		t.Errorf("Admit past the cap = %v, %s, %v; want a wait until the next day", tk, wait, err)
+	}
+}

@@ -54,13 +54,14 @@ func relayKey(r Route) string {
 // the TLS plan for it (an error when the policy excludes h).
 func (t *Transport) target(ctx context.Context, tk *Ticket, h string, sts func() *mtasts.Policy) (target, *Error) {
 	if tk.route.Mode != ModeDirect {
-		tg := target{host: tk.route.Host, port: tk.route.Port, relay: tk.route}
+		tg := target{host: tk.route.Host, port: tk.route.Port, relay: tk.route, dialled: &tk.spent}
 		if ip, err := netip.ParseAddr(tg.host); err == nil {
 			tg.addrs = []netip.Addr{ip.Unmap()}
 		}
 		return tg, nil
 	}
-	tg := target{host: h, port: t.cfg.MXPort, mx: true, local: tk.source.Address, helo: tk.source.EHLODomain}
+	tg := target{host: h, port: t.cfg.MXPort, mx: true, local: tk.source.Address, helo: tk.source.EHLODomain,
+		dialled: &tk.spent}
 	if ip, err := netip.ParseAddr(h); err == nil {
 		tg.addrs = []netip.Addr{ip.Unmap()} // an MX naming an IP, against RFC 5321 but seen
 	}

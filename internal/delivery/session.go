@@ -32,6 +32,10 @@ type target struct {
 	relay Route        // relay settings when !mx
 	local netip.Addr   // the egress source's address to bind; zero: the system's choice
 	helo  string       // the EHLO name; "" for Config.HeloName
+	// dialled, when set, is set once a connection is dialled from the
+	// source: the delivery has then gone out through it, and its warm-up
+	// count is spent (Ticket.spent).
+	dialled *bool
 }
 
 // heloName is the EHLO name to give tg.
@@ -133,7 +137,10 @@ func (t *Transport) dial(ctx context.Context, tg target, addr netip.Addr, tryTLS
 	}
 	nc, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(addr, uint16(tg.port)).String())
 	if errors.Is(err, errNonPublic) {
-		return nil, nonPublicError(tg.host, []netip.Addr{addr})
+		return nil, nonPublicError(tg.host, []netip.Addr{addr}) // refused before any packet left
+	}
+	if tg.dialled != nil {
+		*tg.dialled = true // a connection attempt from the source, answered or not
 	}
 	if err != nil {
 		return nil, t.fail(ctx, err, StageConnect, tg.host)

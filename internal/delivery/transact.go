@@ -37,7 +37,7 @@ func (t *Transport) deliver(ctx context.Context, tk *Ticket, env Envelope, msg [
 				t.park(tk.p, s)
 				return Result{}, e
 			}
-			gated = true
+			gated, tk.spent = true, true
 			res, e, reusable := t.transact(ctx, s, env, msg)
 			if e == nil || !stale(e) || ctx.Err() != nil {
 				return t.done(tk, tg, s, reusable, true, res, e)

@@ -276,9 +276,15 @@ func (t *Transport) SendTicket(ctx context.Context, tk *Ticket, env Envelope, ms
 	}
 	tk.ended = true
 	res, e := t.deliver(ctx, tk, env, msg)
+	if !tk.spent {
+		// Nothing went out through the source (its turn did not come, ctx
+		// ended while it waited, no MX host could be resolved or was
+		// allowed): the warm-up cap counts only deliveries that did.
+		t.refundWarmup(tk)
+	}
 	if e != nil {
 		if e.Wait > 0 {
-			t.unchooseSource(tk) // not attempted: its source choice and warm-up count go back
+			t.unchooseSource(tk) // not attempted: its pick in the round robin goes back
 		}
 		e.Source, e.SourceAddress = tk.sourceNames()
 		return Result{}, e

@@ -65,6 +65,9 @@ type Domain struct {
 	// ClaimEnded says why the claim ended ("" while it stands): another
 	// account verified the name first.
 	ClaimEnded string
+	// AccountPool is the owning account's egress pool, read with the
+	// domain (account.Account.Pool): the default when Delivery.Pool is "".
+	AccountPool string
 	// Unreadable is set when a sealed secret (the DKIM key, the relay
 	// password) could not be decrypted with this process's secret key; it
 	// says which. Such a domain is listed and shown, but cannot send or be
@@ -161,4 +164,17 @@ type Store interface {
 type Resolver interface {
 	LookupTXT(ctx context.Context, name string) ([]string, error)
 	LookupCNAME(ctx context.Context, name string) (string, error)
+}
+
+// EgressPool is the egress pool the domain's direct deliveries go out
+// through: its own, else its account's; "" for none, and for relay
+// delivery (a relay keeps its own connection).
+func (d Domain) EgressPool() string {
+	if d.Delivery.Mode != ModeDirect {
+		return ""
+	}
+	if d.Delivery.Pool != "" {
+		return d.Delivery.Pool
+	}
+	return d.AccountPool
 }

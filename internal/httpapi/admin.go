@@ -26,11 +26,17 @@ type accountJSON struct {
 	DisabledAt  *string `json:"disabled_at"`
 	Admin       bool    `json:"admin"`
 	PasswordSet bool    `json:"password_set"`
+	Delivery    struct {
+		// Pool is the egress pool of the account's domains that name
+		// none; "" for none.
+		Pool string `json:"pool"`
+	} `json:"delivery"`
 }
 
 func accountView(a account.Account) accountJSON {
 	v := accountJSON{ID: a.ID, Login: a.Login, CreatedAt: timeJSON(a.CreatedAt), Disabled: a.DisabledAt != nil,
 		Admin: a.Admin, PasswordSet: a.PasswordSet}
+	v.Delivery.Pool = a.Pool
 	if a.DisabledAt != nil {
 		t := timeJSON(*a.DisabledAt)
 		v.DisabledAt = &t
@@ -102,6 +108,31 @@ func (s *Server) handleAdminDisable(w http.ResponseWriter, r *http.Request, _ ac
 
 func (s *Server) handleAdminEnable(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
 	return s.adminSetDisabled(w, r, false)
+}
+
+// handleAdminUpdateAccount changes an account's settings: the fields
+// given (delivery.pool), the others kept.
+func (s *Server) handleAdminUpdateAccount(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
+	var in struct {
+		Delivery struct {
+			Pool *string `json:"pool"`
+		} `json:"delivery"`
+	}
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	login := r.PathValue("login")
+	a, err := s.Accounts.User(r.Context(), login)
+	if err != nil {
+		return err
+	}
+	if in.Delivery.Pool != nil {
+		if a, err = s.Accounts.SetPool(r.Context(), login, *in.Delivery.Pool); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": "Account updated", "data": accountView(a)})
+	return nil
 }
 
 func (s *Server) handleAdminKeys(w http.ResponseWriter, r *http.Request, _ account.Principal) error {

@@ -102,6 +102,7 @@ func (s *Server) routeTable() []route {
 		// other accounts).
 		{method: "GET", path: "/api/admin/accounts", group: groupDomain, operator: true, handler: admin(s.handleAdminAccounts)},
 		{method: "POST", path: "/api/admin/accounts", group: groupDomain, operator: true, handler: admin(s.handleAdminCreateAccount)},
+		{method: "PATCH", path: "/api/admin/accounts/{login}", group: groupDomain, operator: true, handler: admin(s.handleAdminUpdateAccount)},
 		{method: "POST", path: "/api/admin/accounts/{login}/disable", group: groupDomain, operator: true, handler: admin(s.handleAdminDisable)},
 		{method: "POST", path: "/api/admin/accounts/{login}/enable", group: groupDomain, operator: true, handler: admin(s.handleAdminEnable)},
 		{method: "GET", path: "/api/admin/accounts/{login}/keys", group: groupDomain, operator: true, handler: admin(s.handleAdminKeys)},

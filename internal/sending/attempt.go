@@ -139,7 +139,7 @@ func tlsDetails(o delivery.TLSOutcome) map[string]any {
 
 func route(d domain.Domain) delivery.Route {
 	return delivery.Route{Mode: d.Delivery.Mode, Host: d.Delivery.Host, Port: d.Delivery.Port, User: d.Delivery.User,
-		Password: d.Delivery.Password, TLS: d.Delivery.TLS, Pool: d.Delivery.Pool}
+		Password: d.Delivery.Password, TLS: d.Delivery.TLS, Pool: d.EgressPool()}
 }
 
 // record turns the transport's answer into the delivery's next state and

@@ -28,13 +28,13 @@ func (s Accounts) CreateAccount(ctx context.Context, login string, now time.Time
 	return a, notFound(err, "account")
 }
 
-const accountCols = `id, login, created_at, disabled_at, is_admin, password_hash <> ''`
+const accountCols = `id, login, created_at, disabled_at, is_admin, password_hash <> '', egress_pool`
 
 func scanAccount(row interface{ Scan(...any) error }) (account.Account, error) {
 	var a account.Account
 	var created int64
 	var disabled sql.NullInt64
-	err := row.Scan(&a.ID, &a.Login, &created, &disabled, &a.Admin, &a.PasswordSet)
+	err := row.Scan(&a.ID, &a.Login, &created, &disabled, &a.Admin, &a.PasswordSet, &a.Pool)
 	a.CreatedAt, a.DisabledAt = fromMS(created), nullMS(disabled)
 	return a, err
 }
@@ -42,6 +42,11 @@ func scanAccount(row interface{ Scan(...any) error }) (account.Account, error) {
 // SetAdmin implements account.Store.
 func (s Accounts) SetAdmin(ctx context.Context, id int64, admin bool) error {
 	return s.exec1(ctx, "account", `UPDATE accounts SET is_admin = $2 WHERE id = $1`, id, b2i(admin))
+}
+
+// SetAccountPool implements account.Store.
+func (s Accounts) SetAccountPool(ctx context.Context, id int64, pool string) error {
+	return s.exec1(ctx, "account", `UPDATE accounts SET egress_pool = $2 WHERE id = $1`, id, pool)
 }
 
 // SetPasswordHash implements account.Store.
@@ -55,8 +60,8 @@ func (s Accounts) PasswordHash(ctx context.Context, login string) (account.Accou
 	var created int64
 	var disabled sql.NullInt64
 	var a account.Account
-	err := s.db.rd.QueryRowContext(ctx, `SELECT id, login, created_at, disabled_at, is_admin, password_hash <> '', password_hash
-		FROM accounts WHERE login = $1`, login).Scan(&a.ID, &a.Login, &created, &disabled, &a.Admin, &a.PasswordSet, &hash)
+	err := s.db.rd.QueryRowContext(ctx, `SELECT `+accountCols+`, password_hash
+		FROM accounts WHERE login = $1`, login).Scan(&a.ID, &a.Login, &created, &disabled, &a.Admin, &a.PasswordSet, &a.Pool, &hash)
 	a.CreatedAt, a.DisabledAt = fromMS(created), nullMS(disabled)
 	return a, hash, notFound(err, "account")
 }

@@ -26,7 +26,8 @@ func NewDomains(db *DB, box *secret.Box) Domains { return Domains{db: db, box: b
 
 const domainCols = `id, account_id, name, created_at, verified_at, dkim_selector, dkim_key, dkim_public,
 	delivery_mode, smtp_host, smtp_port, smtp_user, smtp_password, smtp_tls, tracking_domain, auth_domain, track_opens, track_clicks, track_unsubscribe,
-	claim_expires_at, claim_ended, egress_pool`
+	claim_expires_at, claim_ended, egress_pool,
+	COALESCE((SELECT a.egress_pool FROM accounts a WHERE a.id = domains.account_id), '')`
 
 // CreateDomain implements domain.Store.
 func (s Domains) CreateDomain(ctx context.Context, d domain.Domain) (domain.Domain, error) {
@@ -65,7 +66,7 @@ func (s Domains) scan(row interface{ Scan(...any) error }) (domain.Domain, error
 	err := row.Scan(&d.ID, &d.AccountID, &d.Name, &created, &verified, &d.DKIMSelector, &key, &d.DKIMPublicKey,
 		&d.Delivery.Mode, &d.Delivery.Host, &d.Delivery.Port, &d.Delivery.User, &password, &d.Delivery.TLS,
 		&d.TrackingDomain, &d.AuthDomain, &d.Tracking.Opens, &d.Tracking.Clicks, &d.Tracking.Unsubscribe,
-		&expires, &d.ClaimEnded, &d.Delivery.Pool)
+		&expires, &d.ClaimEnded, &d.Delivery.Pool, &d.AccountPool)
 	if err != nil {
 		return d, err
 	}

@@ -23,6 +23,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("Domains", func(t *testing.T) { t.Parallel(); testDomains(t, open(t)) })
 	t.Run("DomainLookups", func(t *testing.T) { t.Parallel(); testDomainLookups(t, open(t)) })
 	t.Run("DomainEgressPool", func(t *testing.T) { t.Parallel(); testDomainEgressPool(t, open(t)) })
+	t.Run("AccountEgressPool", func(t *testing.T) { t.Parallel(); testAccountEgressPool(t, open(t)) })
 	t.Run("DomainClaims", func(t *testing.T) { t.Parallel(); testDomainClaims(t, open(t)) })
 	t.Run("OwnedCache", func(t *testing.T) { t.Parallel(); testOwnedCache(t, open(t)) })
 	t.Run("VerifyWritesVerificationOnly", func(t *testing.T) { t.Parallel(); testVerifyWritesVerificationOnly(t, open(t)) })
