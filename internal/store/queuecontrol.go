@@ -19,14 +19,15 @@ var (
 )
 
 // heldDomains are the ids of the domains whose deliveries the claim
-// leaves alone: those named by a domain suspension in force at $3, and
+// leaves alone: those named by a domain suspension in force at $3 (not
+// ended, its until not passed: ended rows stay for the history), and
 // those of an account named by one. Both parts go through indexes
 // (domains_name, the accounts' login, domains_account); with no
 // suspension they read nothing.
 const heldDomains = `SELECT dm.id FROM suspensions x JOIN domains dm ON dm.name = x.value
-		WHERE x.kind = 'domain' AND (x.until IS NULL OR x.until > $3)
+		WHERE x.kind = 'domain' AND x.ended_at IS NULL AND (x.until IS NULL OR x.until > $3)
 	UNION ALL SELECT dm.id FROM suspensions x JOIN accounts a ON a.login = x.value JOIN domains dm ON dm.account_id = a.id
-		WHERE x.kind = 'account' AND (x.until IS NULL OR x.until > $3)`
+		WHERE x.kind = 'account' AND x.ended_at IS NULL AND (x.until IS NULL OR x.until > $3)`
 
 // rcptDomain is the recipient's domain (after the last @), lowercase.
 func (db *DB) rcptDomain(col string) string {
