@@ -11,8 +11,8 @@ import (
 
 // memStore is a Store in memory that counts its reads.
 type memStore struct {
-	mu    sync.Mutex
-	rows  []Suspension
+	mu     sync.Mutex
+	rows   []Suspension
 	reads  int
 	fail   error
 	pruned []time.Time // the times PruneSuspensions was given
