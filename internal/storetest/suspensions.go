@@ -223,6 +223,18 @@ func testQueueControl(t *testing.T, db *store.DB) {
 		"|relay.example.net||pending": 1}; !mapsEqual(got, want) {
 		t.Errorf("QueueGroups(site) = %v, want %v (lowercase recipient domains, after the last @; relays by host)", got, want)
 	}
+	// bob's delivery, held for its site, is counted held in every grouping.
+	for _, by := range []suspend.Kind{suspend.Site, suspend.Domain, suspend.Account} {
+		gs, _ := q.QueueGroups(ctx, by)
+		held := map[string]int{}
+		for _, g := range gs {
+			held[g.Name+g.Dest.RelayHost+g.Dest.Domain] += g.Held
+		}
+		key := map[suspend.Kind]string{suspend.Site: "gmail.com", suspend.Domain: "bob.example", suspend.Account: "bob"}[by]
+		if held[key] != 1 || held["yahoo.com"]+held["shop.example"]+held["alice"] != 0 {
+			t.Errorf("QueueGroups(%s) held = %v; want 1 for %s alone", by, held, key)
+		}
+	}
 	if _, err := q.QueueGroups(ctx, "tenant"); apperr.CodeOf(err) != apperr.Invalid {
 		t.Errorf("QueueGroups(tenant) = %v, want invalid", err)
 	}
