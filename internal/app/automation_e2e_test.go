@@ -55,7 +55,7 @@ func TestAdminShapingListsActions(t *testing.T) {
 			b := &browser{t: t, base: e.URL}
 			b.signIn("operator", e.op.Key, "/")
 			if r, page := b.do("GET", "/admin", nil, nil); r.StatusCode != 200 || !strings.Contains(page, "Automation actions") ||
-				!strings.Contains(page, "<td>mx.slow.example</td><td>Suspend</td>") || !strings.Contains(page, "421 4.7.28 rate limited") {
+				!strings.Contains(page, `<td data-label="Site">mx.slow.example</td><td data-label="Action">Suspend</td>`) || !strings.Contains(page, "421 4.7.28 rate limited") {
 				t.Errorf("the operator page does not list the action: %d\n%s", r.StatusCode, page)
 			}
 			metrics := string(e.Do(apitest.Request{Method: "GET", Path: "/metrics"}).Body)
