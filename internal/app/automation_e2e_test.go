@@ -66,6 +66,18 @@ func TestAdminShapingListsActions(t *testing.T) {
 			if got := list(); len(got) != 0 {
 				t.Errorf("actions in force after their end = %v", got)
 			}
+			// Its activation and its expiry stay visible: in the API's
+			// history, `ended` expired at its until, and on the console.
+			var body struct{ History []map[string]any }
+			if r := e.admin("GET", "/api/admin/shaping", nil); json.Unmarshal(r.Body, &body) != nil || len(body.History) != 1 ||
+				body.History[0]["ended"] != "expired" || body.History[0]["ended_at"] != got[0]["until"] ||
+				body.History[0]["since"] != got[0]["since"] || body.History[0]["reply"] != "421 4.7.28 rate limited" {
+				t.Errorf("history after the end = %s; want the Suspend, expired at its until", r.Body)
+			}
+			if _, page := b.do("GET", "/admin", nil, nil); !strings.Contains(page, `<td data-label="Ended">expired <time`) ||
+				!strings.Contains(page, "No automation action in force") {
+				t.Errorf("the operator page after the end lacks the expired action in the history:\n%s", page)
+			}
 		})
 	}
 }
