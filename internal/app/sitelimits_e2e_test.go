@@ -31,6 +31,22 @@ action = {SetConfig = {name = "max_message_rate", value = "10/min"}}
 duration = "1 hour"
 `
 
+// startShapedQueue is startQueue with siteRules as its --shaping-file,
+// whose path it returns.
+func startShapedQueue(t *testing.T, d store.Dialect) (*queueEnv, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "shaping.toml")
+	if err := os.WriteFile(path, []byte(siteRules), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := &queueEnv{sendEnv: startSend(t, d, false, func(c *config.Config) { c.ShapingFiles = []string{path} })}
+	e.op = e.NewUser("operator")
+	if err := e.App.Accounts.SetAdmin(context.Background(), "operator", true); err != nil {
+		t.Fatal(err)
+	}
+	return e, path
+}
+
 // The listing by site, in the API and on the operator's console page,
 // shows each site with its provider, the limits delivery enforces there
 // (the rules', the defaults for the rest, an automation override in force
@@ -40,15 +56,7 @@ duration = "1 hour"
 func TestQueueBySiteShowsLimits(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, d store.Dialect) {
-		path := filepath.Join(t.TempDir(), "shaping.toml")
-		if err := os.WriteFile(path, []byte(siteRules), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		e := &queueEnv{sendEnv: startSend(t, d, false, func(c *config.Config) { c.ShapingFiles = []string{path} })}
-		e.op = e.NewUser("operator")
-		if err := e.App.Accounts.SetAdmin(context.Background(), "operator", true); err != nil {
-			t.Fatal(err)
-		}
+		e, path := startShapedQueue(t, d)
 		// The automation rule fires on a throttling reply from the site.
 		rules, err := shaping.Load(path)
 		if err != nil {
