@@ -61,4 +61,16 @@ func TestConsoleSitesOnAPhone(t *testing.T) {
 	if label, header, _ := look(1440, 900); label != "none" || header == "absolute" {
 		t.Errorf("on a desktop: the Held cell's label %s, the header's position %s; want no label, the header in place", label, header)
 	}
+
+	// Tables whose cells the page does not label (the keys page) are
+	// labelled by console.js from their headings.
+	run("the keys page", chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.URL+"/keys"), chromedp.WaitVisible(chromedp.CSS("table")))
+	labels, err := chromedp.Run(ctx, chromedp.Evaluate[string](`Array.prototype.map.call(document.querySelector('table tbody tr').cells,
+		function (td) { return getComputedStyle(td, '::before').content; }).join("|")`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"Name: "|"Starts with: "|"Scopes: "|"Domains: "|"Created: "|"Last used: "|"Expires: "|"State: "|none`; labels != want {
+		t.Errorf("the keys table's cells on a phone are led by %s\nwant %s", labels, want)
+	}
 }
