@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,7 +21,10 @@ func queueCommands() *cmd {
 		{name: "list", summary: "count waiting deliveries by state per site, sending domain or account, and list the suspensions",
 			help: "--by site names each recipient domain's site from its MX hosts, looked up through --dns-server\n" +
 				"(as `postline shaping show` names them; a relay by its host); a domain whose MX hosts cannot be\n" +
-				"looked up is listed under its own name.",
+				"looked up is listed under its own name. HELD counts the deliveries put back for a site\n" +
+				"suspension. It then lists each site's provider and the limits delivery enforces on it\n" +
+				"(--shaping-file as serve reads it, or the built-in rules; a SetConfig override in force is\n" +
+				"marked \"(override)\").",
 			setup: setupQueueList, maxArgs: 0},
 		{name: "suspend", summary: "hold the deliveries to a site or from a sending domain or an account: " + sel,
 			help: "Held deliveries are not attempts: they wait, pending or deferred, with no log entry, until\n" +
@@ -94,22 +99,38 @@ func setupQueueList(fs *flag.FlagSet) runFunc {
 		if kind == "" {
 			kind = suspend.Domain
 		}
+		if kind == suspend.Site {
+			// The limits shown are those serve enforces: its shaping rules.
+			if err := x.a.LoadShaping(ctx); err != nil {
+				return err
+			}
+		}
 		groups, err := q.Groups(ctx, kind)
 		if err != nil {
 			return err
 		}
 		tw := tabwriter.NewWriter(x.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "%s\tPENDING\tDEFERRED\tSENDING\tSUSPENDED\n", strings.ToUpper(string(kind)))
+		if kind == suspend.Site {
+			fmt.Fprintln(tw, "SITE\tPENDING\tDEFERRED\tSENDING\tHELD\tSUSPENDED")
+		} else {
+			fmt.Fprintf(tw, "%s\tPENDING\tDEFERRED\tSENDING\tSUSPENDED\n", strings.ToUpper(string(kind)))
+		}
 		for _, g := range groups {
 			held := "-"
 			if g.Suspension != nil {
 				held = suspensionText(*g.Suspension)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", g.Name, g.Pending, g.Deferred, g.Sending, held)
+			if kind == suspend.Site {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", g.Name, g.Pending, g.Deferred, g.Sending, g.Held, held)
+			} else {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", g.Name, g.Pending, g.Deferred, g.Sending, held)
+			}
 		}
 		tw.Flush()
 		if len(groups) == 0 {
 			fmt.Fprintln(x.stdout, "(nothing waiting)")
+		} else if kind == suspend.Site {
+			printSiteLimits(x.stdout, groups)
 		}
 		list, err := q.Suspensions(ctx)
 		if err != nil || len(list) == 0 {
@@ -123,6 +144,31 @@ func setupQueueList(fs *flag.FlagSet) runFunc {
 		}
 		return tw.Flush()
 	}
+}
+
+// printSiteLimits writes the sites' provider and effective limits, one
+// site a line; "-" where no limit applies, "(override)" after a value a
+// SetConfig override in force sets.
+func printSiteLimits(w io.Writer, groups []sending.Group) {
+	fmt.Fprintln(w, "\nsite limits (per egress source, as delivery enforces them):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SITE\tPROVIDER\tCONNECTION_LIMIT\tMAX_CONNECTION_RATE\tMAX_MESSAGE_RATE\tMAX_DELIVERIES_PER_CONNECTION")
+	for _, g := range groups {
+		if g.Shaping == nil {
+			fmt.Fprintf(tw, "%s\t(unknown: its MX hosts could not be looked up)\n", g.Name)
+			continue
+		}
+		cells := []string{g.Name, cmp.Or(g.Shaping.Provider, "-")}
+		for _, v := range g.Shaping.Shown() {
+			c := cmp.Or(v.Value, "-")
+			if v.Overridden {
+				c += " (override)"
+			}
+			cells = append(cells, c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	tw.Flush()
 }
 
 func untilText(sp suspend.Suspension) string {

@@ -6,6 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -130,5 +133,45 @@ func TestQueueSuspensionSharedByTwoServes(t *testing.T) {
 	}
 	if u, total := rig.waitUnique(t, 8, 15*time.Second); u != 8 || total != 8 {
 		t.Fatalf("after resuming: %d unique of 8 delivered (%d in all)", u, total)
+	}
+}
+
+// `postline queue list --by site` beside a running serve lists the site
+// with its ready and held deliveries and its suspension, then the site's
+// provider and the limits serve enforces from the same --shaping-file.
+func TestQueueListBySiteLimitsBinary(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "shaping.toml")
+	if err := os.WriteFile(rules, []byte("[provider.\"rcptco\"]\nmatch = [{MXSuffix = \".rcpt.example.net\"}]\n"+
+		"connection_limit = 3\nmax_message_rate = \"100/h\"\nmax_deliveries_per_connection = 20\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rig := newDeliveryRig(t, map[string]string{"POSTLINE_DATA_DIR": dir, "POSTLINE_SHAPING_FILE": rules})
+	srv := startServe(t, rig.env())
+	if code, out, errs := cliEnv(t, rig.vars, "queue", "suspend", "--site", "mx.rcpt.example.net", "--reason", "421 storm"); code != 0 {
+		t.Fatalf("queue suspend --site: %d %s %s", code, out, errs)
+	}
+	rig.enqueue(t, srv, 0, 3, 3)
+	// The site line: SITE PENDING DEFERRED SENDING HELD SUSPENDED, once
+	// serve has put the three back held.
+	site := regexp.MustCompile(`(?m)^mx\.rcpt\.example\.net +3 +0 +0 +3 +until resumed: 421 storm$`)
+	limits := regexp.MustCompile(`(?m)^mx\.rcpt\.example\.net +rcptco +3 +- +100/h +20$`)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		code, out, errs := cliEnv(t, rig.vars, "queue", "list", "--by", "site")
+		if code == 0 && site.MatchString(out) {
+			if !strings.Contains(out, "SITE                 PENDING  DEFERRED  SENDING  HELD  SUSPENDED") ||
+				!strings.Contains(out, "PROVIDER  CONNECTION_LIMIT  MAX_CONNECTION_RATE  MAX_MESSAGE_RATE  MAX_DELIVERIES_PER_CONNECTION") ||
+				!limits.MatchString(out) {
+				t.Errorf("queue list --by site: want the site's provider and limits\n%s", out)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue list --by site: %d; want 3 ready, 3 held, the suspension\n%s%s", code, out, errs)
+		}
+	}
+	if u, _ := rig.received(t); u != 0 {
+		t.Errorf("%d messages to the suspended site were delivered", u)
 	}
 }

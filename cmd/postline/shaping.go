@@ -32,9 +32,11 @@ func shapingCommands() *cmd {
 				"source_address=IP ehlo_domain=NAME warmup_cap=N warmup_used=N` (today's UTC cap and the count\n" +
 				"every process shares; warmup_cap=none without a cap).",
 			setup: setupShapingShow, minArgs: 1, maxArgs: 1},
-		{name: "status", summary: "list the automation actions in force: site, action, rule, reply, since, until",
+		{name: "status", summary: "list the automation actions in force, and those of the last 7 days with when they ended",
 			help: "Actions automation rules put in force (Suspend, SuspendTenant, SetConfig) are shared by every\n" +
-				"process through the database; this lists those in force now, oldest first.",
+				"process through the database; this lists those in force now, oldest first, then the history:\n" +
+				"every action put in force in the last 7 days (or still in force), newest first, with when and\n" +
+				"how it ended (expired, resumed, replaced).",
 			setup: setupShapingStatus, maxArgs: 0},
 	}}
 }
@@ -185,14 +187,36 @@ func setupShapingStatus(*flag.FlagSet) runFunc {
 		}
 		if len(list) == 0 {
 			fmt.Fprintln(x.stdout, "(no automation action in force)")
-			return nil
+		} else {
+			tw := tabwriter.NewWriter(x.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SITE\tACTION\tTARGET\tRULE\tREPLY\tSINCE\tUNTIL")
+			for _, sp := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sending.ActionSite(sp), sp.Action, actionTarget(sp), sp.Rule,
+					sp.Reply, sp.CreatedAt.UTC().Format(time.RFC3339), untilText(sp))
+			}
+			tw.Flush()
 		}
+		hist, err := sending.History(ctx, a.Suspensions)
+		if err != nil || len(hist) == 0 {
+			return err
+		}
+		fmt.Fprintln(x.stdout, "\nhistory (the last 7 days, newest first):")
 		tw := tabwriter.NewWriter(x.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SITE\tACTION\tTARGET\tRULE\tREPLY\tSINCE\tUNTIL")
-		for _, sp := range list {
+		fmt.Fprintln(tw, "SITE\tACTION\tTARGET\tRULE\tREPLY\tSINCE\tENDED")
+		now := a.Suspensions.Now()
+		for _, sp := range hist {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sending.ActionSite(sp), sp.Action, actionTarget(sp), sp.Rule,
-				sp.Reply, sp.CreatedAt.UTC().Format(time.RFC3339), untilText(sp))
+				sp.Reply, sp.CreatedAt.UTC().Format(time.RFC3339), endText(sp, now))
 		}
 		return tw.Flush()
 	}
+}
+
+// endText says when and how an action ended ("expired 2026-...Z"), or
+// "in force" with its end.
+func endText(sp suspend.Suspension, now time.Time) string {
+	if at, how, ok := sp.End(now); ok {
+		return how + " " + at.UTC().Format(time.RFC3339)
+	}
+	return "in force until " + untilText(sp)
 }

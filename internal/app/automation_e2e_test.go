@@ -55,7 +55,7 @@ func TestAdminShapingListsActions(t *testing.T) {
 			b := &browser{t: t, base: e.URL}
 			b.signIn("operator", e.op.Key, "/")
 			if r, page := b.do("GET", "/admin", nil, nil); r.StatusCode != 200 || !strings.Contains(page, "Automation actions") ||
-				!strings.Contains(page, "<td>mx.slow.example</td><td>Suspend</td>") || !strings.Contains(page, "421 4.7.28 rate limited") {
+				!strings.Contains(page, `<td data-label="Site">mx.slow.example</td><td data-label="Action">Suspend</td>`) || !strings.Contains(page, "421 4.7.28 rate limited") {
 				t.Errorf("the operator page does not list the action: %d\n%s", r.StatusCode, page)
 			}
 			metrics := string(e.Do(apitest.Request{Method: "GET", Path: "/metrics"}).Body)
@@ -65,6 +65,18 @@ func TestAdminShapingListsActions(t *testing.T) {
 			time.Sleep(1100 * time.Millisecond)
 			if got := list(); len(got) != 0 {
 				t.Errorf("actions in force after their end = %v", got)
+			}
+			// Its activation and its expiry stay visible: in the API's
+			// history, `ended` expired at its until, and on the console.
+			var body struct{ History []map[string]any }
+			if r := e.admin("GET", "/api/admin/shaping", nil); json.Unmarshal(r.Body, &body) != nil || len(body.History) != 1 ||
+				body.History[0]["ended"] != "expired" || body.History[0]["ended_at"] != got[0]["until"] ||
+				body.History[0]["since"] != got[0]["since"] || body.History[0]["reply"] != "421 4.7.28 rate limited" {
+				t.Errorf("history after the end = %s; want the Suspend, expired at its until", r.Body)
+			}
+			if _, page := b.do("GET", "/admin", nil, nil); !strings.Contains(page, `<td data-label="Ended">expired <time`) ||
+				!strings.Contains(page, "No automation action in force") {
+				t.Errorf("the operator page after the end lacks the expired action in the history:\n%s", page)
 			}
 		})
 	}

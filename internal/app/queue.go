@@ -62,6 +62,20 @@ type siteNames struct {
 	transport func() *delivery.Transport
 }
 
+// ShapingOf implements sending.SiteShaper: what delivery enforces on the
+// destination's site (the shaping rules loaded: serve's, or those a
+// command loaded with LoadShaping; delivery's defaults without).
+func (s siteNames) ShapingOf(ctx context.Context, dest sending.Destination) (delivery.SiteShaping, error) {
+	t := s.transport()
+	switch {
+	case t == nil:
+		return delivery.SiteShaping{}, apperr.Errorf(apperr.Unavailable, "delivery is not open")
+	case dest.RelayHost != "":
+		return t.RelayShaping(ctx, dest.RelayHost), nil
+	}
+	return t.DirectShaping(ctx, dest.Domain)
+}
+
 // SiteOf implements sending.SiteResolver; a null MX has no site ("").
 func (s siteNames) SiteOf(ctx context.Context, dest sending.Destination) (string, error) {
 	if dest.RelayHost != "" {

@@ -363,7 +363,7 @@ func TestConsoleQueueControl(t *testing.T) {
 		t.Errorf("an unknown account: %d", r.StatusCode)
 	}
 	r, page := o.do("POST", "/admin/queue/suspensions", form("kind", "domain", "value", "shop.example.com", "duration", "2 hours", "reason", "<b>complaints</b>"), nil)
-	if r.StatusCode != 201 || !strings.Contains(page, "<td>shop.example.com</td><td>&lt;b&gt;complaints&lt;/b&gt;</td>") || !strings.Contains(page, "<time datetime=") {
+	if r.StatusCode != 201 || !strings.Contains(page, `<td data-label="Name">shop.example.com</td><td data-label="Reason">&lt;b&gt;complaints&lt;/b&gt;</td>`) || !strings.Contains(page, "<time datetime=") {
 		t.Fatalf("suspend from the form: %d\n%s", r.StatusCode, page)
 	}
 	list, err := e.App.Queue.Suspensions(context.Background())
@@ -371,7 +371,7 @@ func TestConsoleQueueControl(t *testing.T) {
 		t.Fatalf("suspensions after the form: %+v, %v", list, err)
 	}
 	e.sendFrom(t, "shop.example.com", "a@rcpt.example.net")
-	if _, page := o.do("GET", "/admin?by=account", nil, nil); !strings.Contains(page, "<td>alice</td><td>1</td>") ||
+	if _, page := o.do("GET", "/admin?by=account", nil, nil); !strings.Contains(page, `<td data-label="Account">alice</td><td data-label="Pending">1</td>`) ||
 		!strings.Contains(page, "shop.example.com <strong>suspended</strong>") {
 		t.Errorf("/admin?by=account: want alice's pending delivery and shop.example.com marked suspended\n%s", page)
 	}

@@ -35,6 +35,21 @@ func (a *App) startShaping(ctx context.Context) error {
 	return nil
 }
 
+// LoadShaping loads the shaping rules as serve does, once, for a command
+// that shows what delivery enforces (`postline queue list --by site`):
+// they are not watched. Serve's rules (StartWorkers) are kept.
+func (a *App) LoadShaping(ctx context.Context) error {
+	if a.shaping.Load() != nil {
+		return nil
+	}
+	w, err := NewShapingWatcher(ctx, a.Config, a.Resolver, a.Logger)
+	if err != nil {
+		return err
+	}
+	a.shaping.CompareAndSwap(nil, w)
+	return nil
+}
+
 // shapingRules are the rules delivery enforces: serve's, once it started
 // (a command that never delivers loads none).
 func (a *App) shapingRules() *shaping.Rules {

@@ -17,6 +17,7 @@ import (
 	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/store"
+	"github.com/postline/postline/internal/suspend"
 	"github.com/postline/postline/internal/testutil"
 )
 
@@ -49,6 +50,17 @@ func TestStoreCopyToPostgres(t *testing.T) {
 	e.Do(apitest.Request{Method: "POST", Path: "/api/domains/shop.example.com/webhooks", Auth: e.user.Auth(),
 		Body: map[string]any{"url": "https://hooks.example.com/x"}})
 	e.App.Suppressions.AddBounce(ctx, e.dom.ID, "gone@rcpt.example.net", "dsn:5.1.1")
+	// Suspensions: one resumed (kept for the history), one in force.
+	resumed, err := e.App.Queue.Suspend(ctx, suspend.Request{Kind: suspend.Site, Value: "mx.old.example", Reason: "was", By: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.App.Queue.Resume(ctx, resumed.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.App.Queue.Suspend(ctx, suspend.Request{Kind: suspend.Site, Value: "mx.now.example", Reason: "is", By: "cli"}); err != nil {
+		t.Fatal(err)
+	}
 	paths := []string{"/api/domains", "/api/domains/shop.example.com", "/api/domains/shop.example.com/log",
 		"/api/domains/shop.example.com/suppressions?type=bounce", "/api/domains/shop.example.com/webhooks"}
 	before := map[string][]byte{}
@@ -133,6 +145,13 @@ func TestStoreCopyToPostgres(t *testing.T) {
 		if r.StatusCode != 200 || !bytes.Equal(got, want) {
 			t.Errorf("GET %s from PostgreSQL: %d\n%s\nwant as from SQLite:\n%s", p, r.StatusCode, got, want)
 		}
+	}
+	if hist, err := pg.Suspensions.History(ctx); err != nil || len(hist) != 2 || hist[0].Value != "mx.now.example" || hist[0].EndedAt != nil ||
+		hist[1].Value != "mx.old.example" || hist[1].Ended != suspend.EndResumed || hist[1].EndedAt == nil {
+		t.Errorf("suspensions' history on PostgreSQL: %+v, %v; want the one in force and the resumed one", hist, err)
+	}
+	if list, err := pg.Suspensions.List(ctx); err != nil || len(list) != 1 || list[0].Value != "mx.now.example" {
+		t.Errorf("suspensions in force on PostgreSQL: %+v, %v", list, err)
 	}
 	got, err := pg.Domains.Get(ctx, "alice.example")
 	if err != nil || got.Unreadable != "" || got.Delivery.Password != "hunter2" {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
@@ -24,6 +25,11 @@ func (c *Console) queueControl(r *http.Request, data map[string]any) error {
 	}
 	data["Suspensions"] = list
 	data["Actions"] = automationActions(list)
+	hist, err := c.deps.Queue.AutomationHistory(r.Context())
+	if err != nil {
+		return err
+	}
+	data["History"] = automationHistory(hist, c.deps.Queue.Now())
 	held := map[string]bool{}
 	for _, sp := range list {
 		if sp.Kind == suspend.Domain {
@@ -56,6 +62,27 @@ func automationActions(list []suspend.Suspension) []automationAction {
 	for _, sp := range list {
 		if sp.CreatedBy == suspend.ByAutomation {
 			out = append(out, automationAction{Suspension: sp, Site: sending.ActionSite(sp)})
+		}
+	}
+	return out
+}
+
+// historyEntry is one automation action of the last 7 days, as the
+// operator page lists it: Ended and EndedAt say how and when it ended
+// ("" while in force).
+type historyEntry struct {
+	automationAction
+	Ended   string
+	EndedAt time.Time
+}
+
+// automationHistory is the history as the operator page lists it.
+func automationHistory(list []suspend.Suspension, now time.Time) []historyEntry {
+	out := make([]historyEntry, len(list))
+	for i, sp := range list {
+		out[i] = historyEntry{automationAction: automationAction{Suspension: sp, Site: sending.ActionSite(sp)}}
+		if at, how, ok := sp.End(now); ok {
+			out[i].Ended, out[i].EndedAt = how, at
 		}
 	}
 	return out

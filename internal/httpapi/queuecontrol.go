@@ -8,6 +8,7 @@ import (
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/delivery"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/shaping"
 	"github.com/postline/postline/internal/suspend"
@@ -77,13 +78,52 @@ func (s *Server) queueGroups(r *http.Request, by string) ([]map[string]any, erro
 	}
 	out := make([]map[string]any, len(groups))
 	for i, g := range groups {
-		m := map[string]any{"name": g.Name, "pending": g.Pending, "deferred": g.Deferred, "sending": g.Sending, "suspension": nil}
+		m := map[string]any{"name": g.Name, "pending": g.Pending, "deferred": g.Deferred, "sending": g.Sending, "held": g.Held,
+			"suspension": nil}
 		if g.Suspension != nil {
 			m["suspension"] = suspensionView(*g.Suspension)
+		}
+		if by == string(suspend.Site) {
+			m["provider"], m["limits"] = nil, nil
+			if sh := g.Shaping; sh != nil {
+				if sh.Provider != "" {
+					m["provider"] = sh.Provider
+				}
+				m["limits"] = limitsView(*sh)
+			}
 		}
 		out[i] = m
 	}
 	return out, nil
+}
+
+// limitsView is a site's effective limits in the listing by site: counts
+// as numbers, rates as shaping files write them, null where none applies,
+// and the keys a SetConfig override in force sets.
+func limitsView(sh delivery.SiteShaping) map[string]any {
+	m := map[string]any{}
+	overridden := []string{}
+	for _, v := range sh.Shown() {
+		var val any
+		switch {
+		case v.Value == "":
+		case strings.HasSuffix(v.Key, "_rate"):
+			val = v.Value
+		default:
+			n, err := strconv.Atoi(strings.TrimPrefix(v.Value, "local:"))
+			if err != nil {
+				val = v.Value
+			} else {
+				val = n
+			}
+		}
+		m[v.Key] = val
+		if v.Overridden {
+			overridden = append(overridden, v.Key)
+		}
+	}
+	m["overridden"] = overridden
+	return m
 }
 
 func (s *Server) handleAdminSuspensions(w http.ResponseWriter, r *http.Request, _ account.Principal) error {

@@ -31,8 +31,18 @@ func shapingActionView(sp suspend.Suspension) shapingActionJSON {
 	return v
 }
 
+// historyEntryJSON is one action of the history: ended_at and ended
+// (expired, resumed, replaced) say when and how it ended, null while it
+// is in force.
+type historyEntryJSON struct {
+	shapingActionJSON
+	EndedAt *string `json:"ended_at"`
+	Ended   *string `json:"ended"`
+}
+
 // handleAdminShaping is GET /api/admin/shaping: the automation actions in
-// force, oldest first.
+// force, oldest first (data), and the history of the last 7 days, newest
+// first (history): every activation, with when and how it ended.
 func (s *Server) handleAdminShaping(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
 	list, err := s.Queue.AutomationActions(r.Context())
 	if err != nil {
@@ -42,6 +52,19 @@ func (s *Server) handleAdminShaping(w http.ResponseWriter, r *http.Request, _ ac
 	for i, sp := range list {
 		out[i] = shapingActionView(sp)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": out})
+	hist, err := s.Queue.AutomationHistory(r.Context())
+	if err != nil {
+		return err
+	}
+	now := s.Queue.Now()
+	history := make([]historyEntryJSON, len(hist))
+	for i, sp := range hist {
+		history[i] = historyEntryJSON{shapingActionJSON: shapingActionView(sp)}
+		if at, how, ok := sp.End(now); ok {
+			t := timeJSON(at)
+			history[i].EndedAt, history[i].Ended = &t, &how
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": out, "history": history})
 	return nil
 }

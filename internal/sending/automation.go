@@ -311,6 +311,31 @@ func ActionSite(sp suspend.Suspension) string {
 	return sp.Value[strings.LastIndexByte(sp.Value, '@')+1:]
 }
 
+// History lists the actions automation rules put in force within the
+// suspensions' retention (7 days), newest first: those in force and those
+// that ended, with when and how (suspend.Suspension.End).
+func History(ctx context.Context, s *suspend.Service) ([]suspend.Suspension, error) {
+	list, err := s.History(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := list[:0]
+	for _, sp := range list {
+		if sp.CreatedBy == suspend.ByAutomation {
+			out = append(out, sp)
+		}
+	}
+	return out, nil
+}
+
+// AutomationHistory is History for the operator's API and console.
+func (q *Queue) AutomationHistory(ctx context.Context) ([]suspend.Suspension, error) {
+	return History(ctx, q.ctl.Suspensions)
+}
+
+// Now is the queue control's clock, what the history's ends are read at.
+func (q *Queue) Now() time.Time { return q.now() }
+
 // AutomationActions lists the actions automation rules have in force now,
 // for the operator.
 func (q *Queue) AutomationActions(ctx context.Context) ([]suspend.Suspension, error) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/delivery"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/suspend"
 )
@@ -41,8 +42,14 @@ func (q *Queue) WithControl(c ControlConfig) *Queue {
 type Group struct {
 	Name                       string
 	Pending, Deferred, Sending int
+	// Held is how many of the pending and deferred ones were put back
+	// because a site suspension holds them.
+	Held int
 	// Suspension is the suspension in force on the group, nil when none.
 	Suspension *suspend.Suspension
+	// Shaping is what delivery enforces on a site (by site only, when the
+	// ControlConfig's Sites is a SiteShaper); nil otherwise.
+	Shaping *delivery.SiteShaping
 }
 
 // Waiting is the group's deliveries not yet finished.
@@ -60,10 +67,14 @@ func (q *Queue) Groups(ctx context.Context, by suspend.Kind) ([]Group, error) {
 	if err != nil {
 		return nil, err
 	}
+	first := map[string]Destination{} // by site: each site's first destination
 	if by == suspend.Site {
 		sites := q.siteNames(ctx, counts)
 		for i := range counts {
 			counts[i].Name = sites[counts[i].Dest]
+			if _, ok := first[counts[i].Name]; !ok {
+				first[counts[i].Name] = counts[i].Dest
+			}
 		}
 	}
 	held, err := q.ctl.Suspensions.List(ctx)
@@ -84,6 +95,7 @@ func (q *Queue) Groups(ctx context.Context, by suspend.Kind) ([]Group, error) {
 			byName[c.Name] = g
 			out = append(out, g)
 		}
+		g.Held += c.Held
 		switch c.State {
 		case StatePending:
 			g.Pending += c.N
@@ -94,6 +106,9 @@ func (q *Queue) Groups(ctx context.Context, by suspend.Kind) ([]Group, error) {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b *Group) int { return cmp.Or(b.Waiting()-a.Waiting(), strings.Compare(a.Name, b.Name)) })
+	if by == suspend.Site {
+		q.siteShaping(ctx, out, first)
+	}
 	groups := make([]Group, len(out))
 	for i, g := range out {
 		groups[i] = *g
@@ -142,6 +157,37 @@ func (q *Queue) siteNames(ctx context.Context, counts []GroupCount) map[Destinat
 	}
 	wg.Wait()
 	return names
+}
+
+// SiteShaper is a SiteResolver that also says what delivery enforces on
+// a destination's site: the listing by site shows it.
+type SiteShaper interface {
+	ShapingOf(ctx context.Context, dest Destination) (delivery.SiteShaping, error)
+}
+
+// siteShaping fills in the groups' Shaping from each site's first
+// destination (at most siteLookups of them; their MX hosts were just
+// looked up, so the lookups hit the resolver's cache).
+func (q *Queue) siteShaping(ctx context.Context, groups []*Group, first map[string]Destination) {
+	shaper, ok := q.ctl.Sites.(SiteShaper)
+	if !ok {
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, siteConcurrency)
+	for _, g := range groups[:min(len(groups), siteLookups)] {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			lctx, cancel := context.WithTimeout(ctx, siteTimeout)
+			defer cancel()
+			if s, err := shaper.ShapingOf(lctx, first[g.Name]); err == nil && s.Site != "" {
+				g.Shaping = &s // each goroutine writes its own group
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // selectionBatch bounds the destinations one statement names.

@@ -38,6 +38,9 @@ type GroupCount struct {
 	Dest  Destination // by destination only
 	State string      // pending, deferred or sending
 	N     int
+	// Held is how many of the N were put back because a site suspension
+	// (or an automation rule's SuspendTenant) holds them (held_site).
+	Held int
 }
 
 // Selection is a Selector as the store applies it: one of Domain, Account,

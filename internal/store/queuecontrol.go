@@ -19,14 +19,18 @@ var (
 )
 
 // heldDomains are the ids of the domains whose deliveries the claim
-// leaves alone: those named by a domain suspension in force at $3, and
+// leaves alone: those named by a domain suspension in force at $3 (not
+// ended, its until not passed: ended rows stay for the history), and
 // those of an account named by one. Both parts go through indexes
 // (domains_name, the accounts' login, domains_account); with no
 // suspension they read nothing.
 const heldDomains = `SELECT dm.id FROM suspensions x JOIN domains dm ON dm.name = x.value
-		WHERE x.kind = 'domain' AND (x.until IS NULL OR x.until > $3)
+		WHERE x.kind = 'domain' AND x.ended_at IS NULL AND (x.until IS NULL OR x.until > $3)
 	UNION ALL SELECT dm.id FROM suspensions x JOIN accounts a ON a.login = x.value JOIN domains dm ON dm.account_id = a.id
-		WHERE x.kind = 'account' AND (x.until IS NULL OR x.until > $3)`
+		WHERE x.kind = 'account' AND x.ended_at IS NULL AND (x.until IS NULL OR x.until > $3)`
+
+// heldCount counts the deliveries of a group put back for a site.
+const heldCount = `SUM(CASE WHEN d.held_site IS NOT NULL THEN 1 ELSE 0 END)`
 
 // rcptDomain is the recipient's domain (after the last @), lowercase.
 func (db *DB) rcptDomain(col string) string {
@@ -43,15 +47,15 @@ func (s Queue) QueueGroups(ctx context.Context, by suspend.Kind) ([]sending.Grou
 	var q string
 	switch by {
 	case suspend.Domain:
-		q = `SELECT dm.name, '', '', d.state, COUNT(*) FROM deliveries d JOIN domains dm ON dm.id = d.domain_id
+		q = `SELECT dm.name, '', '', d.state, COUNT(*), ` + heldCount + ` FROM deliveries d JOIN domains dm ON dm.id = d.domain_id
 			WHERE d.state IN ('pending', 'deferred', 'sending') GROUP BY dm.name, d.state ORDER BY 1`
 	case suspend.Account:
-		q = `SELECT a.login, '', '', d.state, COUNT(*) FROM deliveries d JOIN domains dm ON dm.id = d.domain_id
+		q = `SELECT a.login, '', '', d.state, COUNT(*), ` + heldCount + ` FROM deliveries d JOIN domains dm ON dm.id = d.domain_id
 			JOIN accounts a ON a.id = dm.account_id
 			WHERE d.state IN ('pending', 'deferred', 'sending') GROUP BY a.login, d.state ORDER BY 1`
 	case suspend.Site:
 		q = `SELECT '', CASE WHEN dm.delivery_mode = 'smtp' THEN lower(dm.smtp_host) ELSE '' END,
-			CASE WHEN dm.delivery_mode = 'smtp' THEN '' ELSE ` + s.db.rcptDomain("d.recipient") + ` END, d.state, COUNT(*)
+			CASE WHEN dm.delivery_mode = 'smtp' THEN '' ELSE ` + s.db.rcptDomain("d.recipient") + ` END, d.state, COUNT(*), ` + heldCount + `
 			FROM deliveries d JOIN domains dm ON dm.id = d.domain_id
 			WHERE d.state IN ('pending', 'deferred', 'sending') GROUP BY 1, 2, 3, 4 ORDER BY 2, 3`
 	default:
@@ -65,7 +69,7 @@ func (s Queue) QueueGroups(ctx context.Context, by suspend.Kind) ([]sending.Grou
 	var out []sending.GroupCount
 	for rows.Next() {
 		var g sending.GroupCount
-		if err := rows.Scan(&g.Name, &g.Dest.RelayHost, &g.Dest.Domain, &g.State, &g.N); err != nil {
+		if err := rows.Scan(&g.Name, &g.Dest.RelayHost, &g.Dest.Domain, &g.State, &g.N, &g.Held); err != nil {
 			return nil, notFound(err, "queue")
 		}
 		out = append(out, g)

@@ -16,9 +16,10 @@ import (
 	"github.com/postline/postline/internal/suspend"
 )
 
-// testSuspensions: a suspension is stored with its fields, one per kind
-// and value (a second replaces the first); only those in force are
-// listed, deleted (by id or by kind and value) or kept by a prune.
+// testSuspensions: a suspension is stored with its fields, one in force
+// per kind and value (a second ends the first); only those in force are
+// listed or ended (by id or by kind and value); ended ones stay in the
+// history with when and how they ended until pruned.
 func testSuspensions(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	s := store.NewSuspensions(db)
@@ -70,11 +71,59 @@ func testSuspensions(t *testing.T, db *store.DB) {
 	if got, err := s.DeleteSuspension(ctx, again.ID, now); err != nil || got.Reason != "longer" {
 		t.Fatalf("DeleteSuspension(site) = %+v, %v", got, err)
 	}
-	if n, err := s.PruneSuspensions(ctx, now); err != nil || n != 1 {
-		t.Errorf("PruneSuspensions = %d, %v; want carol's ended one", n, err)
+	if list, _ := s.Suspensions(ctx, now); len(list) != 0 {
+		t.Errorf("in force after the deletes: %+v", list)
 	}
-	if list, _ := s.Suspensions(ctx, now.Add(-24*time.Hour)); len(list) != 0 {
-		t.Errorf("left after deletes and the prune: %+v", list)
+
+	// What ended stays in the history, newest first, with when and how.
+	hist, err := s.SuspensionHistory(ctx, now.Add(-24*time.Hour), 100)
+	if err != nil || len(hist) != 4 {
+		t.Fatalf("SuspensionHistory = %+v, %v; want the 4 suspensions", hist, err)
+	}
+	if hist[0].ID != again.ID || hist[len(hist)-1].Value != "carol" {
+		t.Errorf("history order: %+v; want the newest (the second site suspension) first, carol's last", hist)
+	}
+	ends := map[int64]string{}
+	for _, sp := range hist {
+		at, how, ok := sp.End(now)
+		if !ok {
+			t.Errorf("%+v has not ended", sp)
+		}
+		ends[sp.ID] = how + " " + at.Sub(now).String()
+	}
+	for id, want := range map[int64]string{site.ID: "replaced 1s", again.ID: "resumed 0s", dom.ID: "resumed 0s"} {
+		if ends[id] != want {
+			t.Errorf("suspension %d ended %q; want %q", id, ends[id], want)
+		}
+	}
+	if hist[len(hist)-1].EndedAt != nil {
+		t.Errorf("carol's expired suspension has ended_at %v; want none (its until is its end)", hist[len(hist)-1].EndedAt)
+	}
+	if h, _ := s.SuspensionHistory(ctx, now.Add(-24*time.Hour), 2); len(h) != 2 {
+		t.Errorf("SuspensionHistory(limit 2) = %d rows", len(h))
+	}
+	// Since after carol's end: hers is left out.
+	if h, _ := s.SuspensionHistory(ctx, now.Add(-30*time.Second), 100); len(h) != 3 {
+		t.Errorf("SuspensionHistory since her end = %+v; want the 3 others", h)
+	}
+
+	// An expired suspension of the same kind and value is closed as
+	// expired, at its until, when a new one comes.
+	put(suspend.Suspension{Kind: suspend.Account, Value: "carol", CreatedAt: now})
+	if h, _ := s.SuspensionHistory(ctx, now.Add(-24*time.Hour), 100); len(h) != 5 ||
+		h[4].Ended != suspend.EndExpired || h[4].EndedAt == nil || !h[4].EndedAt.Equal(ended) {
+		t.Errorf("history after suspending carol again: %+v; want her first one ended expired at its until", h)
+	}
+
+	// Prune: what ended at or before the time given.
+	if n, err := s.PruneSuspensions(ctx, now.Add(-time.Second)); err != nil || n != 1 {
+		t.Errorf("PruneSuspensions(-1s) = %d, %v; want carol's first one", n, err)
+	}
+	if n, err := s.PruneSuspensions(ctx, now.Add(time.Second)); err != nil || n != 3 {
+		t.Errorf("PruneSuspensions(+1s) = %d, %v; want the 3 resumed or replaced", n, err)
+	}
+	if h, _ := s.SuspensionHistory(ctx, now.Add(-24*time.Hour), 100); len(h) != 1 || h[0].Value != "carol" {
+		t.Errorf("history after the prunes: %+v; want carol's suspension in force alone", h)
 	}
 }
 
@@ -173,6 +222,18 @@ func testQueueControl(t *testing.T, db *store.DB) {
 	if got, want := groups(suspend.Site), map[string]int{"||gmail.com|pending": 3, "||yahoo.com|pending": 1,
 		"|relay.example.net||pending": 1}; !mapsEqual(got, want) {
 		t.Errorf("QueueGroups(site) = %v, want %v (lowercase recipient domains, after the last @; relays by host)", got, want)
+	}
+	// bob's delivery, held for its site, is counted held in every grouping.
+	for _, by := range []suspend.Kind{suspend.Site, suspend.Domain, suspend.Account} {
+		gs, _ := q.QueueGroups(ctx, by)
+		held := map[string]int{}
+		for _, g := range gs {
+			held[g.Name+g.Dest.RelayHost+g.Dest.Domain] += g.Held
+		}
+		key := map[suspend.Kind]string{suspend.Site: "gmail.com", suspend.Domain: "bob.example", suspend.Account: "bob"}[by]
+		if held[key] != 1 || held["yahoo.com"]+held["shop.example"]+held["alice"] != 0 {
+			t.Errorf("QueueGroups(%s) held = %v; want 1 for %s alone", by, held, key)
+		}
 	}
 	if _, err := q.QueueGroups(ctx, "tenant"); apperr.CodeOf(err) != apperr.Invalid {
 		t.Errorf("QueueGroups(tenant) = %v, want invalid", err)

@@ -23,7 +23,17 @@ type Config struct {
 	// (default 1s): a suspension made by another process holds here
 	// within it.
 	Refresh time.Duration
+	// Retention is how long an ended suspension is kept for History
+	// (default 7 days).
+	Retention time.Duration
 }
+
+// DefaultRetention is how long ended suspensions and automation actions
+// stay listed.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// historyLimit bounds what History returns.
+const historyLimit = 500
 
 // Service creates, lists and ends suspensions, and answers whether one
 // holds from a copy refreshed at most every Config.Refresh.
@@ -43,6 +53,9 @@ func New(st Store, cfg Config) *Service {
 	}
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = time.Second
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
 	}
 	return &Service{store: st, cfg: cfg}
 }
@@ -85,8 +98,9 @@ func (s *Service) Suspend(ctx context.Context, r Request) (Suspension, error) {
 		until := now.Add(r.Duration)
 		sp.Until = &until
 	}
-	// Ended suspensions are of no use: dropped as new ones come.
-	if _, err := s.store.PruneSuspensions(ctx, now); err != nil {
+	// Suspensions ended longer ago than the retention are dropped as new
+	// ones come.
+	if _, err := s.store.PruneSuspensions(ctx, now.Add(-s.cfg.Retention)); err != nil {
 		return Suspension{}, err
 	}
 	sp, err = s.store.PutSuspension(ctx, sp)
@@ -94,7 +108,8 @@ func (s *Service) Suspend(ctx context.Context, r Request) (Suspension, error) {
 	return sp, err
 }
 
-// Resume ends the suspension with that id; NotFound when none is in force.
+// Resume ends the suspension with that id (kept, ended EndResumed, for
+// History); NotFound when none is in force.
 func (s *Service) Resume(ctx context.Context, id int64) (Suspension, error) {
 	sp, err := s.store.DeleteSuspension(ctx, id, s.cfg.Now())
 	s.invalidate()
@@ -116,6 +131,16 @@ func (s *Service) ResumeOf(ctx context.Context, kind Kind, value string) (Suspen
 	s.invalidate()
 	return sp, err
 }
+
+// History returns the suspensions put in force or ended within the
+// retention, and those in force, newest first (at most 500), read from
+// the store.
+func (s *Service) History(ctx context.Context) ([]Suspension, error) {
+	return s.store.SuspensionHistory(ctx, s.cfg.Now().Add(-s.cfg.Retention), historyLimit)
+}
+
+// Now is the Service's clock: what End is asked against.
+func (s *Service) Now() time.Time { return s.cfg.Now() }
 
 // List returns the suspensions in force now, read from the store.
 func (s *Service) List(ctx context.Context) ([]Suspension, error) {

@@ -11,25 +11,38 @@ import (
 
 // memStore is a Store in memory that counts its reads.
 type memStore struct {
-	mu    sync.Mutex
-	rows  []Suspension
-	reads int
-	fail  error
+	mu     sync.Mutex
+	rows   []Suspension
+	reads  int
+	fail   error
+	pruned []time.Time // the times PruneSuspensions was given
 }
 
 func (m *memStore) PutSuspension(_ context.Context, s Suspension) (Suspension, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, r := range m.rows {
-		if r.Kind == s.Kind && r.Value == s.Value {
-			s.ID = r.ID
-			m.rows[i] = s
-			return s, nil
+		if r.Kind == s.Kind && r.Value == s.Value && r.EndedAt == nil {
+			at := s.CreatedAt
+			m.rows[i].EndedAt, m.rows[i].Ended = &at, EndReplaced
 		}
 	}
 	s.ID = int64(len(m.rows) + 1)
 	m.rows = append(m.rows, s)
 	return s, nil
+}
+
+func (m *memStore) SuspensionHistory(_ context.Context, since time.Time, limit int) ([]Suspension, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Suspension
+	for i := len(m.rows) - 1; i >= 0 && len(out) < limit; i-- {
+		r := m.rows[i]
+		if end, _, ended := r.End(since); !ended || !end.Before(since) || !r.CreatedAt.Before(since) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 func (m *memStore) Suspensions(_ context.Context, now time.Time) ([]Suspension, error) {
@@ -61,14 +74,19 @@ func (m *memStore) del(match func(Suspension) bool, now time.Time) (Suspension, 
 	defer m.mu.Unlock()
 	for i, r := range m.rows {
 		if match(r) && r.InForce(now) {
-			m.rows = append(m.rows[:i], m.rows[i+1:]...)
-			return r, nil
+			m.rows[i].EndedAt, m.rows[i].Ended = &now, EndResumed
+			return m.rows[i], nil
 		}
 	}
 	return Suspension{}, apperr.Errorf(apperr.NotFound, "not found")
 }
 
-func (m *memStore) PruneSuspensions(_ context.Context, now time.Time) (int64, error) { return 0, nil }
+func (m *memStore) PruneSuspensions(_ context.Context, before time.Time) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pruned = append(m.pruned, before)
+	return 0, nil
+}
 
 // Suspend checks and normalises what it is given; Suspended answers for
 // sites, with the end and the reason, from a copy read at most once a
@@ -157,5 +175,48 @@ func TestSuspendedFromACopy(t *testing.T) {
 	}
 	if _, err := svc.ResumeOf(ctx, Domain, "shop.example"); apperr.CodeOf(err) != apperr.NotFound {
 		t.Errorf("ResumeOf twice = %v; want not_found", err)
+	}
+}
+
+// Ended suspensions stay listed by History with when and how they ended
+// (resumed, replaced, expired) and no longer hold; Suspend prunes only
+// what ended longer ago than the retention.
+func TestHistoryKeepsWhatEnded(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	st := &memStore{}
+	svc := New(st, Config{Now: func() time.Time { return now }, Retention: 48 * time.Hour})
+	first, err := svc.Suspend(ctx, Request{Kind: Site, Value: "mx.a.example", Duration: time.Minute, Reason: "storm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.pruned) != 1 || !st.pruned[0].Equal(now.Add(-48*time.Hour)) {
+		t.Errorf("Suspend pruned before %v; want the retention's start %v", st.pruned, now.Add(-48*time.Hour))
+	}
+	now = now.Add(time.Second)
+	second, _ := svc.Suspend(ctx, Request{Kind: Site, Value: "mx.a.example", Reason: "still"})
+	held, _ := svc.Suspend(ctx, Request{Kind: Domain, Value: "shop.example"})
+	if _, err := svc.Resume(ctx, held.ID); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Minute)
+	list, err := svc.History(ctx)
+	if err != nil || len(list) != 3 {
+		t.Fatalf("History = %+v, %v; want 3", list, err)
+	}
+	ends := map[int64]string{}
+	for _, sp := range list {
+		if _, how, ok := sp.End(now); ok {
+			ends[sp.ID] = how
+		}
+	}
+	if ends[first.ID] != EndReplaced || ends[held.ID] != EndResumed || ends[second.ID] != "" {
+		t.Errorf("ends = %v; want the first replaced, the domain's resumed, the second in force", ends)
+	}
+	if _, ok := svc.Holding(ctx, Domain, "shop.example"); ok {
+		t.Error("a resumed suspension kept in the history still holds")
+	}
+	if sp, ok := svc.Holding(ctx, Site, "mx.a.example"); !ok || sp.ID != second.ID {
+		t.Errorf("the site is held by %+v, %v; want the second suspension", sp, ok)
 	}
 }

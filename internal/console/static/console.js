@@ -11,6 +11,29 @@
   }
   Array.prototype.forEach.call(document.querySelectorAll("time[datetime]"), local);
 
+  // On phones table rows stack into their cells (console.css): each cell
+  // without its own data-label gets its column's heading, shown before it.
+  function label(table) {
+    var heads = table.tHead ? table.tHead.rows[0] : null;
+    if (!heads) { return; }
+    var names = [];
+    Array.prototype.forEach.call(heads.cells, function (th) {
+      for (var i = 0; i < (th.colSpan || 1); i++) { names.push(th.textContent.trim()); }
+    });
+    Array.prototype.forEach.call(table.tBodies, function (body) {
+      Array.prototype.forEach.call(body.rows, function (tr) {
+        var col = 0;
+        Array.prototype.forEach.call(tr.cells, function (td) {
+          if (td.tagName === "TD" && !td.hasAttribute("data-label") && names[col] && td.colSpan < names.length) {
+            td.setAttribute("data-label", names[col]);
+          }
+          col += td.colSpan || 1;
+        });
+      });
+    });
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("table"), label);
+
   // Copy buttons next to the DNS records.
   Array.prototype.forEach.call(document.querySelectorAll("button.copy[data-copy]"), function (b) {
     b.addEventListener("click", function () {
@@ -47,6 +70,7 @@
     a.textContent = "chain";
     cell(tr, "").appendChild(a);
     rows.insertBefore(tr, rows.firstChild);
+    label(table);
     after = String(e.id);
   }
   function flush() { buffer.forEach(show); buffer = []; status.textContent = "live"; }
