@@ -237,7 +237,11 @@ func (a *Automation) InForce(ctx context.Context) ([]suspend.Suspension, error) 
 // InForce lists the actions automation rules have in force now, read
 // from the store (the CLI's, which runs no Automation).
 func InForce(ctx context.Context, s *suspend.Service) ([]suspend.Suspension, error) {
-	list, err := s.List(ctx)
+	return byAutomation(s.List(ctx))
+}
+
+// byAutomation keeps the rows automation rules made of a listing.
+func byAutomation(list []suspend.Suspension, err error) ([]suspend.Suspension, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -315,17 +319,7 @@ func ActionSite(sp suspend.Suspension) string {
 // suspensions' retention (7 days), newest first: those in force and those
 // that ended, with when and how (suspend.Suspension.End).
 func History(ctx context.Context, s *suspend.Service) ([]suspend.Suspension, error) {
-	list, err := s.History(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := list[:0]
-	for _, sp := range list {
-		if sp.CreatedBy == suspend.ByAutomation {
-			out = append(out, sp)
-		}
-	}
-	return out, nil
+	return byAutomation(s.History(ctx))
 }
 
 // AutomationHistory is History for the operator's API and console.
