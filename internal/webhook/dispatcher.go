@@ -216,7 +216,7 @@ func (d *Dispatcher) deliver(ctx context.Context, w Webhook, hi int64) error {
 	last := entries[len(entries)-1].ID
 	var batch []event.Entry
 	for _, e := range entries {
-		if w.Wants(e.Type) {
+		if w.Receives(e) {
 			batch = append(batch, e)
 		}
 	}
@@ -295,7 +295,7 @@ func (d *Dispatcher) fail(ctx context.Context, w Webhook, cause error) error {
 	if !errors.Is(cause, errStatus) {
 		d.cfg.Logger.Info("webhooks: post failed", "webhook", w.ID, "error", cause) // the operator's view, in full
 	}
-	return d.store.Fail(ctx, w.ID, d.owner, d.cfg.Now().Add(Backoff(d.cfg.RetryBase, w.Attempts+1)), d.failureText(cause))
+	return d.store.Fail(ctx, w.ID, d.owner, w.Cursor, d.cfg.Now().Add(Backoff(d.cfg.RetryBase, w.Attempts+1)), d.failureText(cause))
 }
 
 // failureText is what the owner is shown of a failed post: written for
