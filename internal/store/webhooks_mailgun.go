@@ -19,7 +19,7 @@ func (s Webhooks) SetMailgun(ctx context.Context, domainID int64, id string, url
 	}
 	var had []string
 	err = s.db.InTx(ctx, func(q Querier) error {
-		had = nil // a retried transaction starts again
+		had = nil                     // a retried transaction starts again
 		if s.db.Dialect == Postgres { // serialises changes of one domain's webhooks, as Create does
 			if _, err := q.ExecContext(ctx, `SELECT 1 FROM domains WHERE id = $1 FOR UPDATE`, domainID); err != nil {
 				return err
