@@ -21,7 +21,7 @@ type webhookJSON struct {
 	LastError     *string  `json:"last_error"`
 	NextAttemptAt *string  `json:"next_attempt_at"` // set while failing
 	LastSuccessAt *string  `json:"last_success_at"`
-	Unreadable    string   `json:"unreadable,omitempty"` // set when the secret does not decrypt
+	Unreadable    string   `json:"unreadable,omitempty"`    // set when the secret does not decrypt
 	Format        string   `json:"format"`                  // postline or mailgun
 	MailgunEvent  string   `json:"mailgun_event,omitempty"` // the Mailgun webhook id of a mailgun one
 }
