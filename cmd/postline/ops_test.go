@@ -443,12 +443,13 @@ func TestBackupCopiesTheDatabase(t *testing.T) {
 // TestStoreCopyCommand: `postline store copy --to` copies the data
 // directory's SQLite database into PostgreSQL and prints the row counts
 // of both sides; it refuses a target that is not PostgreSQL, and a target
-// that already has rows.
+// that already has rows. The account's webhook signing key comes along.
 func TestStoreCopyCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cli(t, dir, "user", "create", "alice")
 	cli(t, dir, "domain", "add", "alice", "shop.example", "--direct")
+	_, signingKey, _ := cli(t, dir, "webhook", "signing-key", "alice")
 	if code, _, errs := cli(t, dir, "store", "copy", "--to", "mysql://x"); code != 2 || !strings.Contains(errs, "--to must be a postgres:// URL") {
 		t.Errorf("store copy --to mysql: exit %d %q", code, errs)
 	}
@@ -462,6 +463,9 @@ func TestStoreCopyCommand(t *testing.T) {
 	}
 	if code, out, errs := cli(t, dir, "domain", "show", "shop.example", "--database-url", pg); code != 0 || !strings.Contains(out, "account:   alice") {
 		t.Errorf("the copy read from PostgreSQL: exit %d %q %q", code, out, errs)
+	}
+	if code, out, errs := cli(t, dir, "webhook", "signing-key", "alice", "--database-url", pg); code != 0 || out != signingKey || len(out) < 33 {
+		t.Errorf("the signing key read from the copy: exit %d %q %q; want %q", code, out, errs, signingKey)
 	}
 }
 

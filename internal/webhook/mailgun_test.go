@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -237,5 +238,36 @@ func testMailgunDispatch(t *testing.T, db *store.DB) {
 	}
 	if !refused {
 		t.Errorf("the permanent_fail webhook's posts %+v; want the 406 recorded", recent)
+	}
+}
+
+// A Mailgun-format webhook is held to the same guard as Postline's: a
+// URL on a loopback address is not posted to unless the operator allows
+// private addresses, and the failure says why.
+func TestMailgunDispatchRefusesPrivateAddresses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testutil.OpenDB(t, store.SQLite)
+	_, dom := storetest.NewDomainRow(t, db, "alice", "alice.example")
+	box, _ := secret.NewBox(make([]byte, 32))
+	st, events := store.NewWebhooks(db, box), store.NewEvents(db)
+	svc := webhook.NewService(st, nil)
+	var posts int
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { mu.Lock(); posts++; mu.Unlock() }))
+	defer srv.Close()
+	if _, err := svc.SetMailgunWebhook(ctx, dom.ID, "delivered", []string{srv.URL}, webhook.MustBeNew); err != nil {
+		t.Fatal(err)
+	}
+	if err := events.Insert(ctx, []event.Entry{{DomainID: dom.ID, Type: event.Delivered, CreatedAt: time.Now(), Details: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	disp := webhook.NewDispatcher(webhook.DispatcherConfig{}, st, events, func(context.Context, int64) (string, error) { return dom.Name, nil })
+	disp.RunOnce(ctx)
+	list, _ := svc.List(ctx, dom.ID)
+	mu.Lock()
+	defer mu.Unlock()
+	if posts != 0 || len(list) != 1 || list[0].Attempts != 1 || !strings.Contains(list[0].LastError, "not allowed") {
+		t.Fatalf("%d posts; webhook %+v; want none, one failure saying the address is not allowed", posts, list)
 	}
 }
