@@ -243,3 +243,88 @@ func TestMailgunWebhooks(t *testing.T) {
 		}
 	})
 }
+
+// TestMailgunSDKWebhooks: mailgun.js's mg.webhooks lists, creates, reads,
+// updates and destroys a domain's webhooks on Postline as on Mailgun, and
+// the webhook it created receives a send's events signed as Mailgun's;
+// another account's domain is a 404 and an unknown id a 400.
+func TestMailgunSDKWebhooks(t *testing.T) {
+	t.Parallel()
+	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.WebhookAllowPrivate = true })
+	key, err := e.App.Webhooks.SigningKey(context.Background(), e.user.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := e.NewUser("bob")
+	e.NewDomain(bob, "bob.example.org")
+	sink := &mgHookSink{t: t, key: key, tokens: map[string]bool{}, refuse: map[string]bool{}, got: map[string][]map[string]any{}}
+	srv := httptest.NewServer(sink)
+	defer srv.Close()
+	d := "shop.example.com"
+	res := mailgunSDK(t, e, e.user.Key, []map[string]any{
+		{"call": "webhooks.list", "domain": d},
+		{"call": "webhooks.create", "domain": d, "id": "delivered", "url": srv.URL + "/sdk"},
+		{"call": "webhooks.create", "domain": d, "id": "opened", "url": srv.URL + "/opened"},
+		{"call": "webhooks.get", "domain": d, "id": "delivered"},
+		{"call": "webhooks.list", "domain": d},
+		{"call": "webhooks.update", "domain": d, "id": "opened", "urls": []string{srv.URL + "/o1", srv.URL + "/o2"}},
+		{"call": "webhooks.destroy", "domain": d, "id": "opened"},
+		{"call": "webhooks.get", "domain": d, "id": "opened"},
+		{"call": "webhooks.create", "domain": d, "id": "bounced", "url": srv.URL},
+		{"call": "webhooks.list", "domain": "bob.example.org"},
+	})
+	type hook struct {
+		ID   string   `json:"id"`
+		URL  string   `json:"url"`
+		URLs []string `json:"urls"`
+	}
+	one := func(i int) hook {
+		var h hook
+		if !res[i].OK {
+			t.Fatalf("step %d: %d %s", i, res[i].Status, res[i].Message)
+		}
+		json.Unmarshal(res[i].Result, &h)
+		return h
+	}
+	list := func(i int) map[string]hook {
+		m := map[string]hook{}
+		if !res[i].OK {
+			t.Fatalf("step %d: %d %s", i, res[i].Status, res[i].Message)
+		}
+		json.Unmarshal(res[i].Result, &m)
+		return m
+	}
+	if l := list(0); len(l) != 0 {
+		t.Errorf("list before any: %v; want empty", l)
+	}
+	if h := one(1); h.ID != "delivered" || h.URL != srv.URL+"/sdk" || !slices.Equal(h.URLs, []string{srv.URL + "/sdk"}) {
+		t.Errorf("create: %+v", h)
+	}
+	if h := one(3); h.URL != srv.URL+"/sdk" {
+		t.Errorf("get: %+v", h)
+	}
+	if l := list(4); len(l) != 2 || !slices.Equal(l["opened"].URLs, []string{srv.URL + "/opened"}) {
+		t.Errorf("list: %v; want delivered and opened", l)
+	}
+	if h := one(5); !slices.Equal(h.URLs, []string{srv.URL + "/o1", srv.URL + "/o2"}) {
+		t.Errorf("update: %+v", h)
+	}
+	if h := one(6); !slices.Equal(h.URLs, []string{srv.URL + "/o1", srv.URL + "/o2"}) {
+		t.Errorf("destroy: %+v; want the URLs it had", h)
+	}
+	if r := res[7]; r.OK || r.Status != 404 {
+		t.Errorf("get after destroy: %+v; want 404", r)
+	}
+	if r := res[8]; r.OK || r.Status != 400 || !strings.Contains(r.Message, "bounced") {
+		t.Errorf("create with an unknown id: %+v; want 400 naming it", r)
+	}
+	if r := res[9]; r.OK || r.Status != 404 {
+		t.Errorf("another account's domain: %+v; want 404", r)
+	}
+
+	mgSend(t, e, "sdk@rcpt.example.net", url.Values{"v:ref": {"r-1"}})
+	waitFor(t, "the delivered event at the SDK's webhook", func() bool { return len(sink.events("/sdk")) == 1 })
+	if ev := sink.events("/sdk")[0]; ev["recipient"] != "sdk@rcpt.example.net" || ev["user-variables"].(map[string]any)["ref"] != "r-1" {
+		t.Errorf("event-data %v", ev)
+	}
+}
