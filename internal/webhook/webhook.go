@@ -133,7 +133,9 @@ func (s *Service) Posts(ctx context.Context, domainID, id int64, limit int) ([]P
 	return nil, apperr.Errorf(apperr.NotFound, "webhook %d not found", id)
 }
 
-// Limits on what an owner may configure.
+// Limits on what an owner may configure. MaxPerDomain counts Postline's
+// webhooks; Mailgun-format ones are bounded by mailgun.MaxWebhookURLs per
+// webhook id instead.
 const (
 	MaxPerDomain = 10
 	MaxURLLen    = 2048
