@@ -249,6 +249,7 @@ func TestSecretKeyMismatchAndRotate(t *testing.T) {
 					t.Fatalf("%v: %s", args, errs)
 				}
 			}
+			_, signingKey, _ := cliEnv(t, with(keyA), "webhook", "signing-key", "alice")
 			code, _, errs := cliEnv(t, with(secret.Encode(secret.NewKey())), "domain", "add", "alice", "b.example", "--direct")
 			if code != 1 || !strings.Contains(errs, "wrong secret key") || !strings.Contains(errs, "the key from POSTLINE_SECRET_KEY has fingerprint") ||
 				!strings.Contains(errs, "recorded by `postline user create`") || !strings.Contains(errs, "Nothing was changed") {
@@ -264,7 +265,7 @@ func TestSecretKeyMismatchAndRotate(t *testing.T) {
 
 			code, out, errs := cliEnv(t, with(keyA), "secret", "rotate")
 			newKey := regexp.MustCompile(`(?m)^([A-Za-z0-9+/]{43}=)$`).FindStringSubmatch(out)
-			if code != 0 || newKey == nil || !strings.Contains(out, "re-sealed 1 values") || !strings.Contains(out, "where POSTLINE_SECRET_KEY is set") {
+			if code != 0 || newKey == nil || !strings.Contains(out, "re-sealed 2 values") || !strings.Contains(out, "where POSTLINE_SECRET_KEY is set") {
 				t.Fatalf("secret rotate: exit %d %q %q", code, out, errs)
 			}
 			if code, _, _ := cliEnv(t, with(keyA), "domain", "list", "alice"); code != 1 {
@@ -272,6 +273,9 @@ func TestSecretKeyMismatchAndRotate(t *testing.T) {
 			}
 			if code, out, errs := cliEnv(t, with(newKey[1]), "domain", "show", "a.example"); code != 0 || !strings.Contains(out, "a.example") {
 				t.Errorf("the new key after rotation: exit %d %q %q", code, out, errs)
+			}
+			if code, out, errs := cliEnv(t, with(newKey[1]), "webhook", "signing-key", "alice"); code != 0 || out != signingKey || len(out) < 33 {
+				t.Errorf("the webhook signing key after rotation: exit %d %q %q; want %q, unchanged", code, out, errs, signingKey)
 			}
 		})
 	}
