@@ -68,6 +68,18 @@ func TestCLIUsersKeysDomains(t *testing.T) {
 		{[]string{"user", "list", "--rate-domain-per-minute", "0"}, 2, "rate-domain-per-minute: must be at least 1"},
 	}
 	runSteps(t, dir, steps)
+	signingKey := regexp.MustCompile(`^[0-9a-f]{64}\n$`)
+	code, first, _ := cli(t, dir, "webhook", "signing-key", "alice")
+	if _, again, _ := cli(t, dir, "webhook", "signing-key", "alice"); code != 0 || !signingKey.MatchString(first) || again != first {
+		t.Fatalf("webhook signing-key: exit %d, %q then %q; want the same key alone on one line", code, first, again)
+	}
+	code, rotated, _ := cli(t, dir, "webhook", "signing-key", "alice", "--rotate")
+	if _, now, _ := cli(t, dir, "webhook", "signing-key", "alice"); code != 0 || !signingKey.MatchString(rotated) || rotated == first || now != rotated {
+		t.Fatalf("webhook signing-key --rotate: exit %d, %q (was %q, then reads %q); want a new key that stays", code, rotated, first, now)
+	}
+	if code, _, errs := cli(t, dir, "webhook", "signing-key", "nobody"); code != 1 || !strings.Contains(errs, "not found") {
+		t.Fatalf("webhook signing-key of a missing account: exit %d %q", code, errs)
+	}
 	code, out, _ := cli(t, dir, "key", "create", "alice", "--name", "ci")
 	if code != 0 || !keyLine.MatchString(out) {
 		t.Fatalf("key create: exit %d, stdout %q; want one line with the key alone", code, out)

@@ -258,6 +258,7 @@ func TestSecretKeyMismatchAndRotate(t *testing.T) {
 					t.Fatalf("%v: %s", args, errs)
 				}
 			}
+			_, signingKey, _ := cliEnv(t, with(keyA), "webhook", "signing-key", "alice")
 			code, _, errs := cliEnv(t, with(secret.Encode(secret.NewKey())), "domain", "add", "alice", "b.example", "--direct")
 			if code != 1 || !strings.Contains(errs, "wrong secret key") || !strings.Contains(errs, "the key from POSTLINE_SECRET_KEY has fingerprint") ||
 				!strings.Contains(errs, "recorded by `postline user create`") || !strings.Contains(errs, "Nothing was changed") {
@@ -273,7 +274,7 @@ func TestSecretKeyMismatchAndRotate(t *testing.T) {
 
 			code, out, errs := cliEnv(t, with(keyA), "secret", "rotate")
 			newKey := regexp.MustCompile(`(?m)^([A-Za-z0-9+/]{43}=)$`).FindStringSubmatch(out)
-			if code != 0 || newKey == nil || !strings.Contains(out, "re-sealed 1 values") || !strings.Contains(out, "where POSTLINE_SECRET_KEY is set") {
+			if code != 0 || newKey == nil || !strings.Contains(out, "re-sealed 2 values") || !strings.Contains(out, "where POSTLINE_SECRET_KEY is set") {
 				t.Fatalf("secret rotate: exit %d %q %q", code, out, errs)
 			}
 			if code, _, _ := cliEnv(t, with(keyA), "domain", "list", "alice"); code != 1 {
@@ -281,6 +282,9 @@ func TestSecretKeyMismatchAndRotate(t *testing.T) {
 			}
 			if code, out, errs := cliEnv(t, with(newKey[1]), "domain", "show", "a.example"); code != 0 || !strings.Contains(out, "a.example") {
 				t.Errorf("the new key after rotation: exit %d %q %q", code, out, errs)
+			}
+			if code, out, errs := cliEnv(t, with(newKey[1]), "webhook", "signing-key", "alice"); code != 0 || out != signingKey || len(out) < 33 {
+				t.Errorf("the webhook signing key after rotation: exit %d %q %q; want %q, unchanged", code, out, errs, signingKey)
 			}
 		})
 	}
@@ -452,7 +456,7 @@ func TestBackupCopiesTheDatabase(t *testing.T) {
 // TestStoreCopyCommand: `postline store copy --to` copies the data
 // directory's SQLite database into PostgreSQL and prints the row counts
 // of both sides; it refuses a target that is not PostgreSQL, and a target
-// that already has rows.
+// that already has rows. The account's webhook signing key comes along.
 func TestStoreCopyCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -465,6 +469,7 @@ func TestStoreCopyCommand(t *testing.T) {
 	if code, _, errs := cli(t, dir, "user", "update", "alice", "--egress-file", egressFile, "--pool", "main"); code != 0 {
 		t.Fatalf("user update --pool: exit %d %q", code, errs)
 	}
+	_, signingKey, _ := cli(t, dir, "webhook", "signing-key", "alice")
 	if code, _, errs := cli(t, dir, "store", "copy", "--to", "mysql://x"); code != 2 || !strings.Contains(errs, "--to must be a postgres:// URL") {
 		t.Errorf("store copy --to mysql: exit %d %q", code, errs)
 	}
@@ -479,6 +484,9 @@ func TestStoreCopyCommand(t *testing.T) {
 	if code, out, errs := cli(t, dir, "domain", "show", "shop.example", "--database-url", pg); code != 0 || !strings.Contains(out, "account:   alice") ||
 		!strings.Contains(out, "through egress pool main (the account's)") {
 		t.Errorf("the copy read from PostgreSQL (the account's pool carried): exit %d %q %q", code, out, errs)
+	}
+	if code, out, errs := cli(t, dir, "webhook", "signing-key", "alice", "--database-url", pg); code != 0 || out != signingKey || len(out) < 33 {
+		t.Errorf("the signing key read from the copy: exit %d %q %q; want %q", code, out, errs, signingKey)
 	}
 }
 

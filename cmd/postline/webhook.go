@@ -10,6 +10,7 @@ import (
 
 	"github.com/postline/postline/internal/app"
 	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/webhook"
 )
 
 func webhookCommands() *cmd {
@@ -20,6 +21,10 @@ func webhookCommands() *cmd {
 			minArgs: 1, maxArgs: 1, setup: setupWebhookList},
 		{name: "remove", args: "DOMAIN ID", summary: "remove a webhook by the id `webhook list` shows",
 			minArgs: 2, maxArgs: 2, setup: setupWebhookRemove},
+		{name: "signing-key", args: "LOGIN", summary: "print the account's webhook signing key (Mailgun-format posts), alone on one line",
+			help: "The key signs every Mailgun-format webhook post of the account's domains (Mailgun's \"HTTP webhook signing key\"). " +
+				"--rotate makes a new one: posts are signed with it from then on, so give it to the receivers first.",
+			minArgs: 1, maxArgs: 1, setup: setupWebhookSigningKey},
 	}}
 }
 
@@ -47,9 +52,12 @@ func setupWebhookList(*flag.FlagSet) runFunc {
 			return err
 		}
 		tw := tabwriter.NewWriter(x.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tURL\tEVENTS\tLAST EVENT\tFAILURES\tLAST ERROR")
+		fmt.Fprintln(tw, "ID\tFORMAT\tURL\tEVENTS\tLAST EVENT\tFAILURES\tLAST ERROR")
 		for _, w := range list {
 			events := "all"
+			if w.Format == webhook.FormatMailgun {
+				events = w.MailgunEvent
+			}
 			if len(w.EventTypes) > 0 {
 				names := make([]string, len(w.EventTypes))
 				for i, t := range w.EventTypes {
@@ -57,7 +65,7 @@ func setupWebhookList(*flag.FlagSet) runFunc {
 				}
 				events = strings.Join(names, ",")
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\n", w.ID, w.URL, events, w.Cursor, w.Attempts, dash(w.LastError))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\n", w.ID, w.Format, w.URL, events, w.Cursor, w.Attempts, dash(w.LastError))
 		}
 		return tw.Flush()
 	})
@@ -77,6 +85,30 @@ func setupWebhookRemove(*flag.FlagSet) runFunc {
 			return err
 		}
 		fmt.Fprintf(x.stdout, "removed webhook %d\n", id)
+		return nil
+	}
+}
+
+func setupWebhookSigningKey(fs *flag.FlagSet) runFunc {
+	rotate := fs.Bool("rotate", false, "make a new key (the old one stops signing at once)")
+	return func(ctx context.Context, x *inv) error {
+		a, err := x.app(ctx)
+		if err != nil {
+			return err
+		}
+		acc, err := a.Accounts.User(ctx, x.args[0])
+		if err != nil {
+			return err
+		}
+		get := a.Webhooks.SigningKey
+		if *rotate {
+			get = a.Webhooks.RotateSigningKey
+		}
+		key, err := get(ctx, acc.ID)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(x.stdout, key)
 		return nil
 	}
 }

@@ -261,6 +261,10 @@ func TestConsoleKeysAndSuppressions(t *testing.T) {
 	if _, page := b.do("GET", "/keys", nil, nil); strings.Contains(page, key) || !strings.Contains(page, "deploy") {
 		t.Error("the key list shows the whole key, or not its name")
 	}
+	signing, err := env.App.Webhooks.SigningKey(context.Background(), alice.ID)
+	if _, page := b.do("GET", "/keys", nil, nil); err != nil || !strings.Contains(page, `<code class="wrap" id="signing-key">`+signing+`</code>`) {
+		t.Errorf("the keys page does not show the account's webhook signing key %q (%v)", signing, err)
+	}
 	if r, page := b.do("POST", "/keys", url.Values{"csrf": {csrf}, "name": {strings.Repeat("n", 101)}}, nil); r.StatusCode != 422 || !strings.Contains(page, `class="error"`) {
 		t.Errorf("a 101-character key name: %d", r.StatusCode)
 	}
@@ -348,6 +352,15 @@ func TestConsoleWebhooks(t *testing.T) {
 	})
 	if r, _ := b.do("GET", "/domains/mallory.example/webhooks", nil, nil); r.StatusCode != 404 {
 		t.Errorf("mallory's webhooks from alice's console: %d", r.StatusCode)
+	}
+	// A Mailgun-format webhook is listed beside it, with its format.
+	if resp := e.Do(apitest.Request{Method: "POST", Path: "/v3/domains/shop.example.com/webhooks", Auth: apitest.User{Login: "api", Key: e.user.Key}.Auth(),
+		Body: url.Values{"id": {"delivered"}, "url": {hooks.URL + "/mg"}}.Encode(), Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}}); resp.StatusCode != 200 {
+		t.Fatalf("mailgun webhook: %d %s", resp.StatusCode, resp.Body)
+	}
+	_, page = b.do("GET", "/domains/shop.example.com/webhooks", nil, nil)
+	if !strings.Contains(page, hooks.URL+"/mg") || !strings.Contains(page, "<dt>Format</dt><dd>Mailgun") || !strings.Contains(page, "<dt>Format</dt><dd>Postline") {
+		t.Errorf("the webhooks page does not show both kinds with their format:\n%s", page)
 	}
 }
 

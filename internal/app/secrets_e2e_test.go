@@ -168,8 +168,10 @@ func formRequest(fields map[string]string) ([]byte, http.Header) {
 }
 
 // populateSecrets gives the database one value in every sealed column the
-// tests know how to make: a relay domain with a password and a webhook.
-func populateSecrets(t *testing.T, a *app.App) (domain.Domain, string) {
+// tests know how to make: a relay domain with a password, a webhook and
+// the account's webhook signing key. It returns the domain, the webhook's
+// secret and the signing key.
+func populateSecrets(t *testing.T, a *app.App) (domain.Domain, string, string) {
 	t.Helper()
 	ctx := context.Background()
 	acc, err := a.Accounts.CreateUser(ctx, "alice")
@@ -185,6 +187,10 @@ func populateSecrets(t *testing.T, a *app.App) (domain.Domain, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	key, err := a.Webhooks.SigningKey(ctx, acc.ID)
+	if err != nil || key == "" {
+		t.Fatalf("signing key: %q, %v", key, err)
+	}
 	// A queued send whose attachments are still to be encrypted keeps its
 	// options (with the ZIP password) sealed until the job runs.
 	v, _, err := a.Domains.Verify(ctx, d, true)
@@ -196,7 +202,7 @@ func populateSecrets(t *testing.T, a *app.App) (domain.Domain, string) {
 		Attachments: []sending.Attachment{{Filename: "a.txt", ContentType: "text/plain", Data: []byte("x")}}}); err != nil {
 		t.Fatal(err)
 	}
-	return d, w.Secret
+	return d, w.Secret, key
 }
 
 // Every sealed value in a populated database is in a column that
@@ -281,7 +287,7 @@ func TestSecretRotate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dom, hookSecret := populateSecrets(t, a)
+		dom, hookSecret, signingKey := populateSecrets(t, a)
 		n, err := a.RotateSecretKey(ctx, newKey)
 		a.Close()
 		if err != nil || n != len(store.SealedColumns) {
@@ -304,6 +310,9 @@ func TestSecretRotate(t *testing.T) {
 		hooks, err := a.Webhooks.List(ctx, dom.ID)
 		if err != nil || len(hooks) != 1 || hooks[0].Secret != hookSecret {
 			t.Fatalf("webhook after rotation: %+v, %v; want its secret unchanged", hooks, err)
+		}
+		if key, err := a.Webhooks.SigningKey(ctx, dom.AccountID); err != nil || key != signingKey {
+			t.Fatalf("webhook signing key after rotation: %q, %v; want it unchanged (%q)", key, err, signingKey)
 		}
 
 		// A value the current key cannot open stops the rotation, and

@@ -25,7 +25,16 @@ func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, s *account.
 	if err != nil {
 		return err
 	}
-	c.render(w, status, "keys", view{Title: "API keys", Session: s, Data: map[string]any{"Keys": keys, "Created": created, "Errors": fieldErr, "AllScopes": account.AllScopes}})
+	// The webhook signing key is shown to sessions that may manage
+	// webhooks: receivers of Mailgun-format posts verify with it.
+	signing := ""
+	if s.Can(account.ScopeWebhooks) {
+		if signing, err = c.deps.Webhooks.SigningKey(r.Context(), s.AccountID); err != nil {
+			return err
+		}
+	}
+	c.render(w, status, "keys", view{Title: "API keys", Session: s, Data: map[string]any{"Keys": keys, "Created": created,
+		"Errors": fieldErr, "AllScopes": account.AllScopes, "SigningKey": signing}})
 	return nil
 }
 

@@ -386,13 +386,16 @@ func (s *Server) handleMailgunDomain(w http.ResponseWriter, r *http.Request, p a
 }
 
 // mailgunDomainRoute takes GET /v3/domains/{name} from the list route.
-func (s *Server) mailgunDomainRoute(r *http.Request) *route {
-	if r.PathValue("domain") != "domains" {
-		return nil
-	}
-	r.SetPathValue("name", r.PathValue("list"))
-	r.SetPathValue("domain", "") // the domain is checked by the handler, with the key's limits
-	return &route{method: "GET", path: "/v3/domains/{name}", group: groupMailgun, scope: account.ScopeDomains, handler: s.handleMailgunDomain}
+func (s *Server) mailgunDomainRoute() alt {
+	return alt{route: route{method: "GET", path: "/v3/domains/{name}", group: groupMailgun, scope: account.ScopeDomains,
+		handler: s.handleMailgunDomain}, take: func(r *http.Request) bool {
+		if r.PathValue("domain") != "domains" {
+			return false
+		}
+		r.SetPathValue("name", r.PathValue("list"))
+		r.SetPathValue("domain", "") // the domain is checked by the handler, with the key's limits
+		return true
+	}}
 }
 
 // handleMailgunMIME is POST /v3/{domain}/messages.mime: a message built by

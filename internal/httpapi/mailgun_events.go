@@ -14,6 +14,7 @@ import (
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/mailgun"
 )
 
 // Mailgun's events API over the log. Pages follow event ids, not offsets,
@@ -21,9 +22,6 @@ import (
 // so a poller that follows paging.next until an empty page and then polls
 // the same next URL again sees every event exactly once while new ones
 // arrive.
-
-// mgEvents are Mailgun's event names the log maps to.
-var mgEvents = []string{"accepted", "delivered", "failed", "opened", "clicked", "unsubscribed", "complained"}
 
 const (
 	mgEventsMax     = 300
@@ -108,8 +106,8 @@ func mgEventParams(q url.Values) (mgCursor, error) {
 	if v := q.Get("event"); v != "" {
 		for _, e := range strings.Split(v, " OR ") {
 			e = strings.ToLower(strings.TrimSpace(strings.Trim(strings.TrimSpace(e), "()")))
-			if !slices.Contains(mgEvents, e) {
-				fe.Add("event", "Unknown event "+strconv.Quote(e)+"; the events are "+strings.Join(mgEvents, ", ")+".")
+			if !slices.Contains(mailgun.Events, e) {
+				fe.Add("event", "Unknown event "+strconv.Quote(e)+"; the events are "+strings.Join(mailgun.Events, ", ")+".")
 				continue
 			}
 			c.Events = append(c.Events, e)
@@ -248,46 +246,8 @@ func (s *Server) mgPage(r *http.Request, domainID int64, c mgCursor) ([]map[stri
 
 // mgWanted says whether an entry is a Mailgun event, of the asked kinds.
 func mgWanted(en event.Entry, kinds []string) bool {
-	name, _ := mgEventName(en)
+	name, _ := mailgun.EventName(en)
 	return name != "" && (len(kinds) == 0 || slices.Contains(kinds, name))
-}
-
-// mgEventName maps a log entry to Mailgun's event and failure severity;
-// "" for entries Mailgun has no event for (send, deferred) or that repeat
-// another (a worker's bounced or failed after its permanent_fail).
-func mgEventName(en event.Entry) (name, severity string) {
-	var d struct {
-		Reason string `json:"reason"`
-		Stage  string `json:"stage"`
-		Source string `json:"source"`
-	}
-	json.Unmarshal(en.Details, &d) //nolint:errcheck // details are ours
-	switch en.Type {
-	case event.Queued:
-		return "accepted", ""
-	case event.Delivered, event.Opened, event.Clicked:
-		return string(en.Type), ""
-	case event.TemporaryFail:
-		return "failed", "temporary"
-	case event.PermanentFail:
-		return "failed", "permanent"
-	case event.Bounced:
-		if d.Stage != "" { // the worker's, after its permanent_fail
-			return "", ""
-		}
-		return "failed", "permanent"
-	case event.Failed:
-		if d.Reason == "permanent_failure" {
-			return "", ""
-		}
-		return "failed", "permanent"
-	case event.Unsubscribed:
-		if d.Source == "complaint" {
-			return "complained", ""
-		}
-		return "unsubscribed", ""
-	}
-	return "", ""
 }
 
 // mgItems renders entries in Mailgun's event shape, with the user
@@ -305,46 +265,7 @@ func (s *Server) mgItems(r *http.Request, domainID int64, entries []event.Entry)
 	}
 	items := make([]map[string]any, 0, len(entries))
 	for _, en := range entries {
-		items = append(items, mgItem(en, headers[en.MessageID]))
+		items = append(items, mailgun.Item(en, headers[en.MessageID]))
 	}
 	return items, nil
-}
-
-func mgItem(en event.Entry, headers map[string]string) map[string]any {
-	name, severity := mgEventName(en)
-	var d map[string]any
-	json.Unmarshal(en.Details, &d) //nolint:errcheck // details are ours
-	tags := []string{}
-	for _, t := range strings.Split(en.Tags, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			tags = append(tags, t)
-		}
-	}
-	userVars := map[string]any{}
-	json.Unmarshal([]byte(headers["X-Mailgun-Variables"]), &userVars) //nolint:errcheck // absent: none
-	item := map[string]any{
-		"id": strconv.FormatInt(en.ID, 10), "event": name, "timestamp": float64(en.CreatedAt.UnixMicro()) / 1e6,
-		"recipient": en.Recipient, "tags": tags, "user-variables": userVars, "log-level": "info",
-		"message": map[string]any{"headers": map[string]any{"message-id": en.MessageID, "from": en.Sender, "to": en.Recipient,
-			"subject": en.Subject}},
-	}
-	if code, ok := d["smtp_code"]; ok {
-		item["delivery-status"] = map[string]any{"code": code, "message": d["smtp_message"], "enhanced-code": d["enhanced_code"],
-			"attempt-no": d["attempt"], "mx-host": d["mx_host"]}
-	}
-	if name == "failed" {
-		item["severity"] = severity
-		item["log-level"] = map[string]string{"temporary": "warn", "permanent": "error"}[severity]
-		reason := "generic"
-		if rsn, ok := d["reason"].(string); ok {
-			reason = rsn
-		} else if en.Type == event.Bounced || en.Type == event.PermanentFail {
-			reason = "bounce"
-		}
-		item["reason"] = reason
-	}
-	if url, ok := d["url"]; ok {
-		item["url"] = url
-	}
-	return item
 }

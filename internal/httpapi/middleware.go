@@ -130,9 +130,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (string
 	if err := s.rateLimit(w, r, rt.group, p); err != nil {
 		return p.Login, err
 	}
-	if rt.dispatch != nil {
-		if other := rt.dispatch(r); other != nil {
-			rt = *other
+	for _, a := range rt.alts {
+		if a.take(r) {
+			rt = a.route
+			break
 		}
 	}
 	if err := s.checkScope(r, rt, p); err != nil {

@@ -19,6 +19,13 @@ const (
 	groupMailgun                 // /v3/: Mailgun's auth (api:KEY) and {message} errors, 400 for bad input; per minute
 )
 
+// alt is a route served under another's pattern when take, which may set
+// the path values the alt's handler reads, accepts the request.
+type alt struct {
+	route
+	take func(r *http.Request) bool
+}
+
 type authedHandler func(w http.ResponseWriter, r *http.Request, p account.Principal) error
 
 type route struct {
@@ -31,9 +38,12 @@ type route struct {
 	// routes); operator routes also need a key without limits.
 	scope    string
 	operator bool
-	// dispatch, when set, may return another route for the request (one
-	// the mux cannot tell apart); it is listed in Routes.
-	dispatch func(r *http.Request) *route
+	// alts are routes the mux cannot tell apart from this one: Go's
+	// ServeMux refuses overlapping patterns (/v3/domains/{domain}/webhooks
+	// and /v3/{domain}/tags/{tag} both match /v3/domains/tags/webhooks),
+	// so such routes hang here, under the general pattern they also match.
+	// The first alt that takes the request serves it; Routes lists them.
+	alts []alt
 	// faultsAsSuccess makes 500s use {success:false,message} in the
 	// {error} group: the document gives the send endpoint that shape.
 	faultsAsSuccess bool
@@ -130,11 +140,24 @@ func (s *Server) routeTable() []route {
 		// GET /v3/domains/{name} would conflict with /v3/{domain}/events in
 		// the mux (both match /v3/domains/events): the list route hands it on.
 		{method: "GET", path: "/v3/{domain}/{list}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunList,
-			dispatch: s.mailgunDomainRoute},
+			alts: []alt{s.mailgunDomainRoute()}},
 		{method: "POST", path: "/v3/{domain}/{list}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunListAdd},
 		{method: "DELETE", path: "/v3/{domain}/{list}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunListClear},
-		{method: "GET", path: "/v3/{domain}/{list}/{address}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunListGet},
+		// The dispatch point of GET /v3/{a}/{b}/{c}: patterns of three
+		// segments after /v3/ that overlap each other go in alts here
+		// (a /v3/{domain}/tags/{tag} too, after the webhooks).
+		{method: "GET", path: "/v3/{domain}/{list}/{address}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunListGet,
+			alts: []alt{s.mailgunWebhooksRoute()}},
 		{method: "DELETE", path: "/v3/{domain}/{list}/{address}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunListDelete},
+
+		// Mailgun's domain webhooks (mailgun_webhooks.go); GET of the list
+		// is an alt of GET /v3/{domain}/{list}/{address} above. A GET
+		// /v3/{domain}/tags/{tag}/stats would overlap the GET of one id
+		// and must then be dispatched likewise.
+		{method: "POST", path: "/v3/domains/{domain}/webhooks", group: groupMailgun, scope: account.ScopeWebhooks, handler: s.handleMailgunWebhookCreate},
+		{method: "GET", path: "/v3/domains/{domain}/webhooks/{id}", group: groupMailgun, scope: account.ScopeWebhooks, handler: s.handleMailgunWebhookGet},
+		{method: "PUT", path: "/v3/domains/{domain}/webhooks/{id}", group: groupMailgun, scope: account.ScopeWebhooks, handler: s.handleMailgunWebhookUpdate},
+		{method: "DELETE", path: "/v3/domains/{domain}/webhooks/{id}", group: groupMailgun, scope: account.ScopeWebhooks, handler: s.handleMailgunWebhookDelete},
 
 		{method: "POST", path: "/api/domains", group: groupDomain, scope: account.ScopeDomains, handler: s.handleCreateDomain},
 		{method: "GET", path: "/api/domains", group: groupDomain, scope: account.ScopeDomains, handler: s.handleListDomains},

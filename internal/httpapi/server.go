@@ -132,12 +132,8 @@ func (s *Server) Routes() []string {
 	out := make([]string, 0, len(s.routes))
 	for _, rt := range s.routes {
 		out = append(out, rt.method+" "+rt.path)
-		if rt.dispatch != nil {
-			req, _ := http.NewRequest(rt.method, "/", nil)
-			req.SetPathValue("domain", "domains")
-			if other := rt.dispatch(req); other != nil {
-				out = append(out, other.method+" "+other.path)
-			}
+		for _, a := range rt.alts {
+			out = append(out, a.method+" "+a.path)
 		}
 	}
 	return out

@@ -21,12 +21,14 @@ type webhookJSON struct {
 	LastError     *string  `json:"last_error"`
 	NextAttemptAt *string  `json:"next_attempt_at"` // set while failing
 	LastSuccessAt *string  `json:"last_success_at"`
-	Unreadable    string   `json:"unreadable,omitempty"` // set when the secret does not decrypt
+	Unreadable    string   `json:"unreadable,omitempty"`    // set when the secret does not decrypt
+	Format        string   `json:"format"`                  // postline or mailgun
+	MailgunEvent  string   `json:"mailgun_event,omitempty"` // the Mailgun webhook id of a mailgun one
 }
 
 func webhookView(w webhook.Webhook, withSecret bool) webhookJSON {
 	v := webhookJSON{ID: w.ID, URL: w.URL, EventTypes: []string{}, CreatedAt: timeJSON(w.CreatedAt), LastEventID: w.Cursor,
-		Failures: w.Attempts, LastError: optional(w.LastError), Unreadable: w.Unreadable}
+		Failures: w.Attempts, LastError: optional(w.LastError), Unreadable: w.Unreadable, Format: w.Format, MailgunEvent: w.MailgunEvent}
 	for _, t := range w.EventTypes {
 		v.EventTypes = append(v.EventTypes, string(t))
 	}

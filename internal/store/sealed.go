@@ -33,6 +33,7 @@ var SealedColumns = []SealedColumn{
 	{"domains", "dkim_key", false},
 	{"domains", "smtp_password", false},
 	{"webhooks", "secret", false},
+	{"accounts", "webhook_signing_key", false},
 	// Attachment options carry the ZIP password until the job that needs
 	// it has run; earlier versions stored them in clear.
 	{"sends", "options", true},

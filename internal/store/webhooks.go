@@ -25,7 +25,7 @@ var _ webhook.Store = Webhooks{}
 func NewWebhooks(db *DB, box *secret.Box) Webhooks { return Webhooks{db: db, box: box} }
 
 const webhookCols = `id, domain_id, url, secret, event_types, last_event_id, attempts, next_attempt_at, last_error,
-	last_success_at, created_at`
+	last_success_at, created_at, format, mailgun_event`
 
 func (s Webhooks) scan(row interface{ Scan(...any) error }) (webhook.Webhook, error) {
 	var w webhook.Webhook
@@ -33,14 +33,17 @@ func (s Webhooks) scan(row interface{ Scan(...any) error }) (webhook.Webhook, er
 	var next, created int64
 	var success sql.NullInt64
 	if err := row.Scan(&w.ID, &w.DomainID, &w.URL, &sealed, &types, &w.Cursor, &w.Attempts, &next, &w.LastError,
-		&success, &created); err != nil {
+		&success, &created, &w.Format, &w.MailgunEvent); err != nil {
 		return w, err
 	}
 	// A secret that does not open marks the webhook instead of failing the
 	// read: one such row must not stop the list or every other webhook.
-	if plain, err := s.box.Open(sealed); err != nil {
+	// Mailgun-format webhooks have none (the account's key signs them).
+	switch plain, err := s.box.Open(sealed); {
+	case w.Format == webhook.FormatMailgun:
+	case err != nil:
 		w.Unreadable = "the signing secret cannot be decrypted with this server's secret key"
-	} else {
+	default:
 		w.Secret = string(plain)
 	}
 	for _, t := range strings.Split(types, ",") {
@@ -91,14 +94,14 @@ func (s Webhooks) Create(ctx context.Context, w webhook.Webhook, max int) (webho
 			}
 		}
 		var n int
-		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM webhooks WHERE domain_id = $1`, w.DomainID).Scan(&n); err != nil {
+		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM webhooks WHERE domain_id = $1 AND format = 'postline'`, w.DomainID).Scan(&n); err != nil {
 			return err
 		}
 		if n >= max {
 			return apperr.Field("url", fmt.Sprintf("a domain may have at most %d webhooks", max))
 		}
 		return q.QueryRowContext(ctx, `INSERT INTO webhooks (domain_id, url, secret, event_types, last_event_id,
-			next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+			next_attempt_at, created_at, format) VALUES ($1, $2, $3, $4, $5, $6, $7, 'postline') RETURNING id`,
 			w.DomainID, w.URL, s.box.Seal([]byte(w.Secret)), strings.Join(types, ","), hi, ms(w.NextAttemptAt), ms(w.CreatedAt)).
 			Scan(&w.ID)
 	})
@@ -156,10 +159,11 @@ func (s Webhooks) Advance(ctx context.Context, id int64, owner string, cursor in
 }
 
 // Fail implements webhook.Store.
-func (s Webhooks) Fail(ctx context.Context, id int64, owner string, next time.Time, msg string) error {
-	_, err := s.db.w.ExecContext(ctx, `UPDATE webhooks SET attempts = attempts + 1, last_error = $3,
+func (s Webhooks) Fail(ctx context.Context, id int64, owner string, cursor int64, next time.Time, msg string) error {
+	_, err := s.db.w.ExecContext(ctx, `UPDATE webhooks SET
+		attempts = CASE WHEN last_event_id = $5 THEN attempts + 1 ELSE 1 END, last_event_id = $5, last_error = $3,
 		next_attempt_at = $4, lease_owner = NULL, lease_until = NULL WHERE id = $1 AND lease_owner = $2`,
-		id, owner, msg, ms(next))
+		id, owner, msg, ms(next), cursor)
 	return notFound(err, "webhook")
 }
 

@@ -239,7 +239,7 @@ func testWebhookLeases(t *testing.T, db *store.DB) {
 	if err := s.Advance(ctx, a.ID, "w1", a.Cursor+100, true, later); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Fail(ctx, a.ID, "w1", later.Add(time.Hour), "late failure"); err != nil {
+	if err := s.Fail(ctx, a.ID, "w1", a.Cursor+50, later.Add(time.Hour), "late failure"); err != nil {
 		t.Fatal(err)
 	}
 	if got := webhookByID(t, s, d.ID, a.ID); got.Cursor != a.Cursor || got.Attempts != 0 || got.LastError != "" {
@@ -248,7 +248,7 @@ func testWebhookLeases(t *testing.T, db *store.DB) {
 
 	// Fail by the owner: counted, not due until next, lease freed.
 	next := later.Add(10 * time.Minute)
-	if err := s.Fail(ctx, a.ID, "w2", next, "HTTP 500"); err != nil {
+	if err := s.Fail(ctx, a.ID, "w2", a.Cursor, next, "HTTP 500"); err != nil {
 		t.Fatal(err)
 	}
 	got := webhookByID(t, s, d.ID, a.ID)

@@ -40,12 +40,25 @@ type DispatcherConfig struct {
 	Logger   *slog.Logger
 	// Metrics counts posts and their lag; nil counts nothing.
 	Metrics *Metrics
+	// Headers gives the headers sends were accepted with, for the user
+	// variables of Mailgun-format posts; nil: posts carry none.
+	Headers HeaderSource
+	// MailgunRetryWindow is how long after an event a Mailgun-format
+	// webhook keeps retrying it (default 8h, as Mailgun).
+	MailgunRetryWindow time.Duration
+}
+
+// HeaderSource gives the headers a send was accepted with, by message id
+// (*sending.Service satisfies it).
+type HeaderSource interface {
+	SendHeaders(ctx context.Context, domainID int64, messageIDs []string) (map[string]map[string]string, error)
 }
 
 // Dispatcher posts log entries to webhooks.
 type Dispatcher struct {
 	cfg     DispatcherConfig
 	store   Store
+	keys    *Service // the accounts' signing keys
 	events  event.Store
 	domains func(ctx context.Context, id int64) (string, error) // domain name for the payload
 	client  *http.Client
@@ -80,13 +93,16 @@ func NewDispatcher(cfg DispatcherConfig, st Store, events event.Store, domainNam
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.MailgunRetryWindow <= 0 {
+		cfg.MailgunRetryWindow = 8 * time.Hour
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	host, _ := os.Hostname()
 	b := make([]byte, 4)
 	rand.Read(b)
-	return &Dispatcher{cfg: cfg, store: st, events: events, domains: domainName,
+	return &Dispatcher{cfg: cfg, store: st, keys: NewService(st, cfg.Now), events: events, domains: domainName,
 		client: newClient(cfg.AllowPrivate, cfg.Timeout, cfg.Resolver), owner: host + "/" + hex.EncodeToString(b),
 		slots: make(chan struct{}, cfg.Concurrency), running: map[int64]bool{}}
 }
@@ -213,10 +229,13 @@ func (d *Dispatcher) deliver(ctx context.Context, w Webhook, hi int64) error {
 	if len(entries) == 0 {
 		return d.store.Advance(rec, w.ID, d.owner, w.Cursor, false, d.cfg.Now())
 	}
+	if w.Format == FormatMailgun {
+		return d.deliverMailgun(ctx, rec, w, entries)
+	}
 	last := entries[len(entries)-1].ID
 	var batch []event.Entry
 	for _, e := range entries {
-		if w.Wants(e.Type) {
+		if w.Receives(e) {
 			batch = append(batch, e)
 		}
 	}
@@ -267,6 +286,12 @@ func (d *Dispatcher) post(ctx context.Context, w Webhook, batch []event.Entry) (
 	req.Header.Set(StandardID, id)
 	req.Header.Set(StandardTimestamp, strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set(StandardSignature, StandardSign(w.Secret, id, now, body))
+	return d.do(req)
+}
+
+// do sends a post and returns the endpoint's status (0 without an
+// answer); an answer other than 2xx is an error.
+func (d *Dispatcher) do(req *http.Request) (int, error) {
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return 0, err
@@ -295,7 +320,17 @@ func (d *Dispatcher) fail(ctx context.Context, w Webhook, cause error) error {
 	if !errors.Is(cause, errStatus) {
 		d.cfg.Logger.Info("webhooks: post failed", "webhook", w.ID, "error", cause) // the operator's view, in full
 	}
-	return d.store.Fail(ctx, w.ID, d.owner, d.cfg.Now().Add(Backoff(d.cfg.RetryBase, w.Attempts+1)), d.failureText(cause))
+	return d.failAt(ctx, w, w.Cursor, cause)
+}
+
+// failAt records a failed post with the cursor at cursor: failures in a
+// row count from one again when it moved.
+func (d *Dispatcher) failAt(ctx context.Context, w Webhook, cursor int64, cause error) error {
+	n := w.Attempts + 1
+	if cursor != w.Cursor {
+		n = 1
+	}
+	return d.store.Fail(ctx, w.ID, d.owner, cursor, d.cfg.Now().Add(Backoff(d.cfg.RetryBase, n)), d.failureText(cause))
 }
 
 // failureText is what the owner is shown of a failed post: written for

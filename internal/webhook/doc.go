@@ -24,6 +24,20 @@
 // its lease to expire and the batch is posted again: receivers dedupe by
 // the event id.
 //
+// # Mailgun format
+//
+// A webhook of FormatMailgun answers to one of Mailgun's webhook ids
+// (delivered, permanent_fail ...; a domain has up to three URLs per id,
+// each its own webhook with its own cursor) and posts each entry of that
+// id alone, as Mailgun does: {"signature": {"timestamp", "token",
+// "signature"}, "event-data": {...}}, the signature being the hex
+// HMAC-SHA256 of timestamp+token under the account's webhook signing key,
+// event-data the events API's object (package mailgun) with the message's
+// user variables. The cursor moves past each entry answered 2xx; a 406
+// drops the entry (Mailgun's "do not retry"); other failures retry it
+// with the backoff above for MailgunRetryWindow (8 hours) after the event,
+// then drop it. Entries after a failing one wait for it.
+//
 // # Signature
 //
 // Postline-Signature: t=UNIX,v1=HEX where HEX is the hex HMAC-SHA-256 of

@@ -12,6 +12,7 @@ import (
 
 	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/mailgun"
 )
 
 // Webhook is one endpoint of a domain.
@@ -31,6 +32,29 @@ type Webhook struct {
 	// Unreadable is set when the secret could not be decrypted with this
 	// process's secret key: the webhook is listed but does not post.
 	Unreadable string
+
+	// Format is how it posts: FormatPostline (batches, Standard Webhooks
+	// headers, Secret) or FormatMailgun (each event alone, signed with
+	// the account's signing key; Secret is empty).
+	Format string
+	// MailgunEvent is the Mailgun webhook id a FormatMailgun webhook
+	// answers to (mailgun.WebhookIDs).
+	MailgunEvent string
+}
+
+// The formats of a webhook.
+const (
+	FormatPostline = "postline"
+	FormatMailgun  = "mailgun"
+)
+
+// Receives reports whether the webhook posts entry en: by its event types
+// (Postline's format) or by its Mailgun webhook id.
+func (w Webhook) Receives(en event.Entry) bool {
+	if w.Format == FormatMailgun {
+		return mailgun.WebhookID(en) == w.MailgunEvent
+	}
+	return w.Wants(en.Type)
 }
 
 // Wants reports whether the webhook receives entries of type t.
@@ -58,8 +82,10 @@ type Store interface {
 	// Advance records a successful post (posted) or a batch with nothing
 	// to post: the new cursor, no failures, and frees the lease.
 	Advance(ctx context.Context, id int64, owner string, cursor int64, posted bool, now time.Time) error
-	// Fail records a failed post and frees the lease until next.
-	Fail(ctx context.Context, id int64, owner string, next time.Time, msg string) error
+	// Fail records a failed post and frees the lease until next, with the
+	// cursor at cursor (past the entries of the lease that were posted):
+	// failures in a row count from 1 again when the cursor moved.
+	Fail(ctx context.Context, id int64, owner string, cursor int64, next time.Time, msg string) error
 	// Release frees the lease without recording anything (a post cut off
 	// by shutdown).
 	Release(ctx context.Context, id int64, owner string) error
@@ -68,6 +94,9 @@ type Store interface {
 	RecordPost(ctx context.Context, p Post) error
 	// Posts returns the webhook's newest posts, newest first.
 	Posts(ctx context.Context, webhookID int64, limit int) ([]Post, error)
+
+	MailgunStore
+	SigningKeys
 }
 
 // Post is the outcome of one POST to a webhook, for its owner to look at.
@@ -104,7 +133,9 @@ func (s *Service) Posts(ctx context.Context, domainID, id int64, limit int) ([]P
 	return nil, apperr.Errorf(apperr.NotFound, "webhook %d not found", id)
 }
 
-// Limits on what an owner may configure.
+// Limits on what an owner may configure. MaxPerDomain counts Postline's
+// webhooks; Mailgun-format ones are bounded by mailgun.MaxWebhookURLs per
+// webhook id instead.
 const (
 	MaxPerDomain = 10
 	MaxURLLen    = 2048
@@ -127,14 +158,9 @@ func NewService(st Store, now func() time.Time) *Service {
 // Create validates and stores a new webhook with a fresh secret.
 func (s *Service) Create(ctx context.Context, domainID int64, rawURL string, types []string) (Webhook, error) {
 	fe := apperr.FieldErrors{}
-	u, err := url.Parse(strings.TrimSpace(rawURL))
-	switch {
-	case rawURL == "":
-		fe.Add("url", "The url field is required.")
-	case len(rawURL) > MaxURLLen:
-		fe.Add("url", fmt.Sprintf("must be at most %d characters", MaxURLLen))
-	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "":
-		fe.Add("url", "must be an absolute http or https URL without credentials or fragment")
+	u, msg := checkURL(rawURL)
+	if msg != "" {
+		fe.Add("url", msg)
 	}
 	var ets []event.Type
 	for _, t := range types {
@@ -153,8 +179,22 @@ func (s *Service) Create(ctx context.Context, domainID int64, rawURL string, typ
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	now := s.now().UTC()
-	return s.store.Create(ctx, Webhook{DomainID: domainID, URL: u.String(), Secret: "whsec_" + hex.EncodeToString(secret),
-		EventTypes: ets, CreatedAt: now, NextAttemptAt: now}, MaxPerDomain)
+	return s.store.Create(ctx, Webhook{DomainID: domainID, URL: u, Secret: "whsec_" + hex.EncodeToString(secret),
+		EventTypes: ets, CreatedAt: now, NextAttemptAt: now, Format: FormatPostline}, MaxPerDomain)
+}
+
+// checkURL returns a webhook URL as it is stored, or why it is refused.
+func checkURL(rawURL string) (string, string) {
+	u, err := url.Parse(strings.TrimSpace(rawURL))
+	switch {
+	case rawURL == "":
+		return "", "The url field is required."
+	case len(rawURL) > MaxURLLen:
+		return "", fmt.Sprintf("must be at most %d characters", MaxURLLen)
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "":
+		return "", "must be an absolute http or https URL without credentials or fragment"
+	}
+	return u.String(), ""
 }
 
 func typeList() string {

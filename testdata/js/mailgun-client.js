@@ -46,6 +46,29 @@ async function main() {
         case 'domains.get':
           result = await mg.domains.get(step.domain);
           break;
+        case 'webhooks.list':
+          result = await mg.webhooks.list(step.domain, step.query || {});
+          break;
+        case 'webhooks.get': {
+          const wh = await mg.webhooks.get(step.domain, step.id);
+          result = { id: wh.id, url: wh.url, urls: wh.urls };
+          break;
+        }
+        case 'webhooks.create': {
+          const wh = await mg.webhooks.create(step.domain, step.id, step.url);
+          result = { id: wh.id, url: wh.url, urls: wh.urls };
+          break;
+        }
+        case 'webhooks.update': {
+          const wh = await mg.webhooks.update(step.domain, step.id, step.urls);
+          result = { id: wh.id, url: wh.url, urls: wh.urls };
+          break;
+        }
+        case 'webhooks.destroy': {
+          const wh = await mg.webhooks.destroy(step.domain, step.id);
+          result = { id: wh.id, url: wh.url, urls: wh.urls };
+          break;
+        }
         case 'events.get':
           result = await mg.events.get(step.domain, step.query || {});
           break;
