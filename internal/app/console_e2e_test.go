@@ -391,7 +391,7 @@ func TestConsoleOperator(t *testing.T) {
 	if r.StatusCode != 200 || !strings.Contains(page, "alice") || !strings.Contains(page, "Nothing waiting") {
 		t.Fatalf("/admin for the operator: %d\n%s", r.StatusCode, page)
 	}
-	if !strings.Contains(page, "Egress pool</th>") || !strings.Contains(page, "<td>main</td>") || !strings.Contains(page, "<td>none</td>") {
+	if !strings.Contains(page, "Egress pool</th>") || !strings.Contains(page, `<td data-label="Egress pool">main</td>`) || !strings.Contains(page, `<td data-label="Egress pool">none</td>`) {
 		t.Errorf("/admin does not show the accounts' egress pools (alice: main, op: none)")
 	}
 	csrf := csrfRE.FindStringSubmatch(page)[1]
