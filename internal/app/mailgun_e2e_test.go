@@ -754,3 +754,78 @@ func TestMailgunUserVariablesInWebhooks(t *testing.T) {
 		}
 	})
 }
+
+// TestMailgunEventsFilteredPaging: a filter whose matches are far apart
+// (one failed among 200 delivered, four times) pages correctly with
+// limit=1 in both orders: following paging.next until the first empty
+// page collects every match exactly once, and next always moves.
+func TestMailgunEventsFilteredPaging(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		e := startSend(t, d, false, nil)
+		at := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
+		var entries []event.Entry
+		var wantFailed []string
+		for round := 0; round < 4; round++ {
+			failed := fmt.Sprintf("gone%d@rcpt.example.net", round)
+			wantFailed = append(wantFailed, failed)
+			entries = append(entries, event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("f%d@shop.example.com", round), Type: event.PermanentFail,
+				Sender: "news@shop.example.com", Recipient: failed, CreatedAt: at, Details: event.NewDetails(map[string]any{"smtp_code": 550})})
+			for i := 0; i < 200; i++ {
+				at = at.Add(time.Millisecond)
+				entries = append(entries, event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("d%d-%d@shop.example.com", round, i), Type: event.Delivered,
+					Sender: "news@shop.example.com", Recipient: fmt.Sprintf("ok%d-%d@rcpt.example.net", round, i), CreatedAt: at, Details: event.NewDetails(nil)})
+			}
+			at = at.Add(time.Millisecond)
+		}
+		if err := e.App.Events.Record(t.Context(), entries...); err != nil {
+			t.Fatal(err)
+		}
+		get := func(path string) *apitest.Response {
+			r := e.Do(apitest.Request{Method: "GET", Path: path, Auth: apitest.User{Login: "api", Key: e.user.Key}.Auth()})
+			if r.StatusCode != 200 {
+				t.Fatalf("%s: %d %s", path, r.StatusCode, r.Body)
+			}
+			return r
+		}
+		for _, query := range []string{"event=failed&limit=1", "event=failed&limit=1&ascending=yes", "event=failed&limit=5",
+			"event=failed&limit=3&ascending=yes", "event=delivered%20OR%20failed&limit=300"} {
+			path := "/v3/shop.example.com/events?" + query
+			seen := map[string]int{}
+			kinds := map[string]int{}
+			for pages := 0; ; pages++ {
+				if pages > 100 {
+					t.Fatalf("%s: still paging after 100 pages (seen %v)", query, seen)
+				}
+				r := get(path)
+				items := r.JSON["items"].([]any)
+				if len(items) == 0 {
+					break
+				}
+				for _, it := range items {
+					m := it.(map[string]any)
+					kinds[m["event"].(string)]++
+					if m["event"] == "failed" {
+						seen[m["recipient"].(string)]++
+					}
+				}
+				next := strings.TrimPrefix(r.JSON["paging"].(map[string]any)["next"].(string), e.URL)
+				if next == path {
+					t.Fatalf("%s: paging.next does not move from %s", query, path)
+				}
+				path = next
+			}
+			for _, rcpt := range wantFailed {
+				if seen[rcpt] != 1 {
+					t.Errorf("%s: the failed event of %s seen %d times, want once (all seen: %v)", query, rcpt, seen[rcpt], seen)
+				}
+			}
+			if len(seen) != len(wantFailed) {
+				t.Errorf("%s: failed events of %v, want exactly %v", query, seen, wantFailed)
+			}
+			if strings.Contains(query, "delivered") && kinds["delivered"] != 800 {
+				t.Errorf("%s: %d delivered events, want 800", query, kinds["delivered"])
+			}
+		}
+	})
+}
