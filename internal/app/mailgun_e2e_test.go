@@ -829,3 +829,61 @@ func TestMailgunEventsFilteredPaging(t *testing.T) {
 		}
 	})
 }
+
+// TestMailgunUnknownRoutesAnswerJSON: with the console on, a path under
+// /v3/, /v4/ or /api/ that no route has answers JSON with a message,
+// never the console's HTML: 401 for missing or bad Mailgun credentials,
+// 404 for a path that does not exist, 405 with Allow for a known path
+// asked with another method.
+func TestMailgunUnknownRoutesAnswerJSON(t *testing.T) {
+	t.Parallel()
+	e := startSend(t, store.SQLite, false, nil)
+	good := apitest.User{Login: "api", Key: e.user.Key}.Auth()
+	bad := apitest.User{Login: "api", Key: "pl_wrong"}.Auth()
+	cases := []struct {
+		method, path, auth string
+		status             int
+		allow              string
+	}{
+		{"GET", "/v3/domains/shop.example.com/webhooks", good, 404, ""},
+		{"GET", "/v4/address/validate?address=a@rcpt.example.net", good, 404, ""},
+		{"POST", "/v4/address/validate/bulk/list1", good, 404, ""},
+		{"GET", "/v3/shop.example.com/tags/news/stats", good, 404, ""},
+		{"GET", "/v3", good, 404, ""},
+		{"GET", "/v4/", good, 404, ""},
+		{"GET", "/v3/domains/shop.example.com/webhooks", bad, 401, ""},
+		{"GET", "/v4/address/validate", "", 401, ""},
+		{"GET", "/v3/shop.example.com/stats/total", bad, 401, ""},
+		{"PUT", "/v3/shop.example.com/bounces", good, 405, "GET, HEAD, POST, DELETE"},
+		{"DELETE", "/v3/domains", good, 405, "GET, HEAD"},
+		{"GET", "/api/no/such/route", "", 404, ""},
+		{"GET", "/api/domains/shop.example.com/nothing", e.user.Auth(), 404, ""},
+		{"PUT", "/api/keys", e.user.Auth(), 405, "GET, HEAD, POST"},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(c.method, e.URL+c.path, nil)
+		req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*")
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var m map[string]any
+		jsonErr := json.Unmarshal(body, &m)
+		msg, _ := m["message"].(string)
+		if resp.StatusCode != c.status || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || jsonErr != nil || msg == "" {
+			t.Errorf("%s %s: %d %s %.200s; want %d JSON with a message", c.method, c.path, resp.StatusCode, resp.Header.Get("Content-Type"), body, c.status)
+			continue
+		}
+		if c.allow != "" && resp.Header.Get("Allow") != c.allow {
+			t.Errorf("%s %s: Allow %q, want %q", c.method, c.path, resp.Header.Get("Allow"), c.allow)
+		}
+		if strings.HasPrefix(c.path, "/v") && len(m) != 1 {
+			t.Errorf("%s %s: %s, want Mailgun's {\"message\"} alone", c.method, c.path, body)
+		}
+	}
+}
