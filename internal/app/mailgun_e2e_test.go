@@ -136,6 +136,8 @@ func TestMailgunSDK(t *testing.T) {
 			t.Fatalf("step %d: %+v", i, r)
 		}
 	}
+	var batchAnswer struct{ ID string }
+	json.Unmarshal(res[1].Result, &batchAnswer)
 	if res[4].OK || res[4].Status != 404 {
 		t.Errorf("another account's domain: %+v", res[4])
 	}
@@ -201,6 +203,9 @@ func TestMailgunSDK(t *testing.T) {
 			if subjectOf(t, m.Data) != fmt.Sprintf("Hello Member %d", i) || got.text != fmt.Sprintf("Your id is %d.", i) ||
 				readReceivedHeader(t, m, "X-Member") != fmt.Sprint(i) {
 				t.Errorf("%s: subject %q text %q X-Member %q", rcpt, subjectOf(t, m.Data), got.text, readReceivedHeader(t, m, "X-Member"))
+			}
+			if id := readReceivedHeader(t, m, "Message-ID"); id != batchAnswer.ID { // Mailgun's one id per batch
+				t.Errorf("%s: Message-ID %q, want the batch answer's %q", rcpt, id, batchAnswer.ID)
 			}
 			batch++
 		}

@@ -93,6 +93,8 @@ func mailgunParam(field string) string {
 		return "h:List-Unsubscribe"
 	case field == "list_unsubscribe_post":
 		return "h:List-Unsubscribe-Post"
+	case field == "message_id":
+		return "h:Message-Id"
 	case strings.HasPrefix(field, "attachments"):
 		return "attachment" + strings.TrimPrefix(field, "attachments")
 	case strings.HasPrefix(field, "headers."):
@@ -131,11 +133,9 @@ func (s *Server) handleMailgunSend(w http.ResponseWriter, r *http.Request, p acc
 	if err != nil {
 		return err
 	}
-	id := ""
-	if len(acc.MessageIDs) > 0 {
-		id = "<" + acc.MessageIDs[0] + ">"
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "message": "Queued. Thank you."})
+	// Mailgun's one id of every copy, also when every recipient was
+	// suppressed (their failed entries carry it).
+	writeJSON(w, http.StatusOK, map[string]any{"id": "<" + acc.MessageID + ">", "message": "Queued. Thank you."})
 	return nil
 }
 
@@ -199,7 +199,8 @@ func readMailgunForm(r *http.Request, maxFile int64, parts *parts) (url.Values, 
 func mailgunRequest(form url.Values, files []sending.Attachment) (sending.Request, error) {
 	req := sending.Request{To: form["to"], Cc: form["cc"], Bcc: form["bcc"], Subject: form.Get("subject"), Text: form.Get("text"),
 		HTML: form.Get("html"), Template: form.Get("template"), TemplateVersion: form.Get("t:version"),
-		Variables: form.Get("t:variables"), RecipientVariables: form.Get("recipient-variables"), Attachments: files, Percent: true}
+		Variables: form.Get("t:variables"), RecipientVariables: form.Get("recipient-variables"), Attachments: files, Percent: true,
+		OneMessageID: true}
 	fe := apperr.FieldErrors{}
 	if from := form.Get("from"); from != "" {
 		if a, err := mail.ParseAddress(from); err == nil {
@@ -260,6 +261,9 @@ func mailgunRequest(form url.Values, files []sending.Attachment) (sending.Reques
 				continue
 			case strings.EqualFold(h, "List-Unsubscribe-Post"):
 				req.ListUnsubscribePost = v
+				continue
+			case strings.EqualFold(h, "Message-Id"):
+				req.MessageID = v // the sending service checks it
 				continue
 			}
 			if strings.EqualFold(h, "Reply-To") {

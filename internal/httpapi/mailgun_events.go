@@ -365,8 +365,14 @@ func mgItem(en event.Entry, headers map[string]string) map[string]any {
 			tags = append(tags, t)
 		}
 	}
-	userVars := map[string]any{}
-	json.Unmarshal([]byte(headers["X-Mailgun-Variables"]), &userVars) //nolint:errcheck // absent: none
+	// The entry's own copy first: the copies of a batch share one
+	// message id, each with its recipient's variables. Entries recorded
+	// without them (a DSN's bounce) take the message's.
+	userVars, ok := d["user_variables"].(map[string]any)
+	if !ok {
+		userVars = map[string]any{}
+		json.Unmarshal([]byte(headers[event.UserVariablesHeader]), &userVars) //nolint:errcheck // absent: none
+	}
 	item := map[string]any{
 		"id": strconv.FormatInt(en.ID, 10), "event": name, "timestamp": float64(en.CreatedAt.UnixMicro()) / 1e6,
 		"recipient": en.Recipient, "tags": tags, "user-variables": userVars, "log-level": "info",
