@@ -275,11 +275,7 @@ func mailgunRequest(form url.Values, files []sending.Attachment) (sending.Reques
 			}
 			headers[h] = v
 		case strings.HasPrefix(name, "v:"):
-			var parsed any
-			if json.Unmarshal([]byte(v), &parsed) != nil {
-				parsed = v
-			}
-			userVars[name[2:]] = parsed
+			userVars[name[2:]] = mgUserVariable(v)
 		default:
 			fe.Add(name, fmt.Sprintf("Unknown parameter %q.", name))
 		}
@@ -293,6 +289,22 @@ func mailgunRequest(form url.Values, files []sending.Attachment) (sending.Reques
 		req.Headers = string(b)
 	}
 	return req, fe.Err()
+}
+
+// mgUserVariable is a v: value as kept: a JSON object or array as the
+// structure it encodes, anything else the string sent ("42" stays "42",
+// "true" stays "true"). %recipient.KEY% in it is substituted per
+// recipient by the sending service.
+func mgUserVariable(v string) any {
+	if t := strings.TrimSpace(v); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+		dec := json.NewDecoder(strings.NewReader(t))
+		dec.UseNumber()
+		var parsed any
+		if dec.Decode(&parsed) == nil && !dec.More() {
+			return parsed
+		}
+	}
+	return v
 }
 
 func yesNo(v string) (bool, error) {
