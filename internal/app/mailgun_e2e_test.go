@@ -761,9 +761,10 @@ func TestMailgunUserVariablesInWebhooks(t *testing.T) {
 }
 
 // TestMailgunEventsFilteredPaging: a filter whose matches are far apart
-// (one failed among 200 delivered, four times) pages correctly with
-// limit=1 in both orders: following paging.next until the first empty
-// page collects every match exactly once, and next always moves.
+// (one failed among 500 delivered, one complaint among 1,500 unsubscribes,
+// four times) pages correctly with limit=1 in both orders: following
+// paging.next until the first empty page collects every match exactly
+// once, and next always moves.
 func TestMailgunEventsFilteredPaging(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, d store.Dialect) {
@@ -776,10 +777,24 @@ func TestMailgunEventsFilteredPaging(t *testing.T) {
 			wantFailed = append(wantFailed, failed)
 			entries = append(entries, event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("f%d@shop.example.com", round), Type: event.PermanentFail,
 				Sender: "news@shop.example.com", Recipient: failed, CreatedAt: at, Details: event.NewDetails(map[string]any{"smtp_code": 550})})
-			for i := 0; i < 200; i++ {
+			// A complaint among 1,500 unsubscribes: the same entry type, told
+			// apart by its details, more than a page's first scans read.
+			entries = append(entries, event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("f%d@shop.example.com", round), Type: event.Unsubscribed,
+				Sender: "news@shop.example.com", Recipient: failed, CreatedAt: at, Details: event.NewDetails(map[string]any{"source": "complaint"})})
+			for i := 0; i < 500; i++ {
 				at = at.Add(time.Millisecond)
 				entries = append(entries, event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("d%d-%d@shop.example.com", round, i), Type: event.Delivered,
 					Sender: "news@shop.example.com", Recipient: fmt.Sprintf("ok%d-%d@rcpt.example.net", round, i), CreatedAt: at, Details: event.NewDetails(nil)})
+				entries = append(entries, event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("d%d-%d@shop.example.com", round, i), Type: event.Unsubscribed,
+					Sender: "news@shop.example.com", Recipient: fmt.Sprintf("ok%d-%d@rcpt.example.net", round, i), CreatedAt: at, Details: event.NewDetails(map[string]any{"source": "link"})})
+				entries = append(entries, event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("d%d-%d@shop.example.com", round, i), Type: event.Unsubscribed,
+					Sender: "news@shop.example.com", Recipient: fmt.Sprintf("ok%d-%d@rcpt.example.net", round, i), CreatedAt: at, Details: event.NewDetails(map[string]any{"source": "one-click"})})
+				entries = append(entries, event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("d%d-%d@shop.example.com", round, i), Type: event.Unsubscribed,
+					Sender: "news@shop.example.com", Recipient: fmt.Sprintf("ok%d-%d@rcpt.example.net", round, i), CreatedAt: at, Details: event.NewDetails(map[string]any{"source": "link"})})
+			}
+			for i := 0; round == 2 && i < 8000; i++ { // once, a gap longer than a page's first ten scans
+				entries = append(entries, event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("g%d@shop.example.com", i), Type: event.Unsubscribed,
+					Sender: "news@shop.example.com", Recipient: fmt.Sprintf("g%d@rcpt.example.net", i), CreatedAt: at, Details: event.NewDetails(map[string]any{"source": "link"})})
 			}
 			at = at.Add(time.Millisecond)
 		}
@@ -794,7 +809,8 @@ func TestMailgunEventsFilteredPaging(t *testing.T) {
 			return r
 		}
 		for _, query := range []string{"event=failed&limit=1", "event=failed&limit=1&ascending=yes", "event=failed&limit=5",
-			"event=failed&limit=3&ascending=yes", "event=delivered%20OR%20failed&limit=300"} {
+			"event=failed&limit=3&ascending=yes", "event=delivered%20OR%20failed&limit=300", "event=complained&limit=1",
+			"event=complained&limit=2&ascending=yes"} {
 			path := "/v3/shop.example.com/events?" + query
 			seen := map[string]int{}
 			kinds := map[string]int{}
@@ -810,7 +826,7 @@ func TestMailgunEventsFilteredPaging(t *testing.T) {
 				for _, it := range items {
 					m := it.(map[string]any)
 					kinds[m["event"].(string)]++
-					if m["event"] == "failed" {
+					if m["event"] == "failed" || m["event"] == "complained" {
 						seen[m["recipient"].(string)]++
 					}
 				}
@@ -828,8 +844,8 @@ func TestMailgunEventsFilteredPaging(t *testing.T) {
 			if len(seen) != len(wantFailed) {
 				t.Errorf("%s: failed events of %v, want exactly %v", query, seen, wantFailed)
 			}
-			if strings.Contains(query, "delivered") && kinds["delivered"] != 800 {
-				t.Errorf("%s: %d delivered events, want 800", query, kinds["delivered"])
+			if strings.Contains(query, "delivered") && kinds["delivered"] != 2000 {
+				t.Errorf("%s: %d delivered events, want 2000", query, kinds["delivered"])
 			}
 		}
 	})

@@ -30,7 +30,8 @@ const (
 	mgEventsDefault = 100
 	// mgScanRows is the fewest rows a page's scan reads at a time: a
 	// small limit still reads the log in useful steps.
-	mgScanRows = 100
+	mgScanRows    = 100
+	mgScanMaxRows = 1000 // what a scan grows to while a page finds nothing
 	// mgScanBatches is how many scans a page may take to fill up; once
 	// it has one event it stops there, and a page that has none keeps
 	// scanning to the end of the log, so an empty page is always the end.
@@ -279,6 +280,9 @@ func (s *Server) mgPage(r *http.Request, domainID int64, c mgCursor) ([]map[stri
 			cursor = scanned
 		} else {
 			cursor = scanned - 1
+		}
+		if len(out) == 0 { // matches are sparse here: read further at a time
+			f.Limit = min(2*f.Limit, mgScanMaxRows)
 		}
 	}
 	if scanAsc != c.Asc {
