@@ -136,6 +136,8 @@ func TestMailgunSDK(t *testing.T) {
 			t.Fatalf("step %d: %+v", i, r)
 		}
 	}
+	var batchAnswer struct{ ID string }
+	json.Unmarshal(res[1].Result, &batchAnswer)
 	if res[4].OK || res[4].Status != 404 {
 		t.Errorf("another account's domain: %+v", res[4])
 	}
@@ -201,6 +203,9 @@ func TestMailgunSDK(t *testing.T) {
 			if subjectOf(t, m.Data) != fmt.Sprintf("Hello Member %d", i) || got.text != fmt.Sprintf("Your id is %d.", i) ||
 				readReceivedHeader(t, m, "X-Member") != fmt.Sprint(i) {
 				t.Errorf("%s: subject %q text %q X-Member %q", rcpt, subjectOf(t, m.Data), got.text, readReceivedHeader(t, m, "X-Member"))
+			}
+			if id := readReceivedHeader(t, m, "Message-ID"); id != batchAnswer.ID { // Mailgun's one id per batch
+				t.Errorf("%s: Message-ID %q, want the batch answer's %q", rcpt, id, batchAnswer.ID)
 			}
 			batch++
 		}
@@ -753,4 +758,153 @@ func TestMailgunUserVariablesInWebhooks(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestMailgunEventsFilteredPaging: a filter whose matches are far apart
+// (one failed among 500 delivered, one complaint among 1,500 unsubscribes,
+// four times) pages correctly with limit=1 in both orders: following
+// paging.next until the first empty page collects every match exactly
+// once, and next always moves.
+func TestMailgunEventsFilteredPaging(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		e := startSend(t, d, false, nil)
+		at := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
+		var entries []event.Entry
+		var wantFailed []string
+		for round := 0; round < 4; round++ {
+			failed := fmt.Sprintf("gone%d@rcpt.example.net", round)
+			wantFailed = append(wantFailed, failed)
+			entries = append(entries, event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("f%d@shop.example.com", round), Type: event.PermanentFail,
+				Sender: "news@shop.example.com", Recipient: failed, CreatedAt: at, Details: event.NewDetails(map[string]any{"smtp_code": 550})})
+			// A complaint among 1,500 unsubscribes: the same entry type, told
+			// apart by its details, more than a page's first scans read.
+			entries = append(entries, event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("f%d@shop.example.com", round), Type: event.Unsubscribed,
+				Sender: "news@shop.example.com", Recipient: failed, CreatedAt: at, Details: event.NewDetails(map[string]any{"source": "complaint"})})
+			for i := 0; i < 500; i++ {
+				at = at.Add(time.Millisecond)
+				entries = append(entries, event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("d%d-%d@shop.example.com", round, i), Type: event.Delivered,
+					Sender: "news@shop.example.com", Recipient: fmt.Sprintf("ok%d-%d@rcpt.example.net", round, i), CreatedAt: at, Details: event.NewDetails(nil)})
+				entries = append(entries, event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("d%d-%d@shop.example.com", round, i), Type: event.Unsubscribed,
+					Sender: "news@shop.example.com", Recipient: fmt.Sprintf("ok%d-%d@rcpt.example.net", round, i), CreatedAt: at, Details: event.NewDetails(map[string]any{"source": "link"})})
+				entries = append(entries, event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("d%d-%d@shop.example.com", round, i), Type: event.Unsubscribed,
+					Sender: "news@shop.example.com", Recipient: fmt.Sprintf("ok%d-%d@rcpt.example.net", round, i), CreatedAt: at, Details: event.NewDetails(map[string]any{"source": "one-click"})})
+				entries = append(entries, event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("d%d-%d@shop.example.com", round, i), Type: event.Unsubscribed,
+					Sender: "news@shop.example.com", Recipient: fmt.Sprintf("ok%d-%d@rcpt.example.net", round, i), CreatedAt: at, Details: event.NewDetails(map[string]any{"source": "link"})})
+			}
+			for i := 0; round == 2 && i < 8000; i++ { // once, a gap longer than a page's first ten scans
+				entries = append(entries, event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("g%d@shop.example.com", i), Type: event.Unsubscribed,
+					Sender: "news@shop.example.com", Recipient: fmt.Sprintf("g%d@rcpt.example.net", i), CreatedAt: at, Details: event.NewDetails(map[string]any{"source": "link"})})
+			}
+			at = at.Add(time.Millisecond)
+		}
+		if err := e.App.Events.Record(t.Context(), entries...); err != nil {
+			t.Fatal(err)
+		}
+		get := func(path string) *apitest.Response {
+			r := e.Do(apitest.Request{Method: "GET", Path: path, Auth: apitest.User{Login: "api", Key: e.user.Key}.Auth()})
+			if r.StatusCode != 200 {
+				t.Fatalf("%s: %d %s", path, r.StatusCode, r.Body)
+			}
+			return r
+		}
+		for _, query := range []string{"event=failed&limit=1", "event=failed&limit=1&ascending=yes", "event=failed&limit=5",
+			"event=failed&limit=3&ascending=yes", "event=delivered%20OR%20failed&limit=300", "event=complained&limit=1",
+			"event=complained&limit=2&ascending=yes"} {
+			path := "/v3/shop.example.com/events?" + query
+			seen := map[string]int{}
+			kinds := map[string]int{}
+			for pages := 0; ; pages++ {
+				if pages > 100 {
+					t.Fatalf("%s: still paging after 100 pages (seen %v)", query, seen)
+				}
+				r := get(path)
+				items := r.JSON["items"].([]any)
+				if len(items) == 0 {
+					break
+				}
+				for _, it := range items {
+					m := it.(map[string]any)
+					kinds[m["event"].(string)]++
+					if m["event"] == "failed" || m["event"] == "complained" {
+						seen[m["recipient"].(string)]++
+					}
+				}
+				next := strings.TrimPrefix(r.JSON["paging"].(map[string]any)["next"].(string), e.URL)
+				if next == path {
+					t.Fatalf("%s: paging.next does not move from %s", query, path)
+				}
+				path = next
+			}
+			for _, rcpt := range wantFailed {
+				if seen[rcpt] != 1 {
+					t.Errorf("%s: the failed event of %s seen %d times, want once (all seen: %v)", query, rcpt, seen[rcpt], seen)
+				}
+			}
+			if len(seen) != len(wantFailed) {
+				t.Errorf("%s: failed events of %v, want exactly %v", query, seen, wantFailed)
+			}
+			if strings.Contains(query, "delivered") && kinds["delivered"] != 2000 {
+				t.Errorf("%s: %d delivered events, want 2000", query, kinds["delivered"])
+			}
+		}
+	})
+}
+
+// TestMailgunUnknownRoutesAnswerJSON: with the console on, a path under
+// /v3/, /v4/ or /api/ that no route has answers JSON with a message,
+// never the console's HTML: 401 for missing or bad Mailgun credentials,
+// 404 for a path that does not exist, 405 with Allow for a known path
+// asked with another method.
+func TestMailgunUnknownRoutesAnswerJSON(t *testing.T) {
+	t.Parallel()
+	e := startSend(t, store.SQLite, false, nil)
+	good := apitest.User{Login: "api", Key: e.user.Key}.Auth()
+	bad := apitest.User{Login: "api", Key: "pl_wrong"}.Auth()
+	cases := []struct {
+		method, path, auth string
+		status             int
+		allow              string
+	}{
+		{"GET", "/v3/domains/shop.example.com/webhooks", good, 404, ""},
+		{"GET", "/v4/address/validate?address=a@rcpt.example.net", good, 404, ""},
+		{"POST", "/v4/address/validate/bulk/list1", good, 404, ""},
+		{"GET", "/v3/shop.example.com/tags/news/stats", good, 404, ""},
+		{"GET", "/v3", good, 404, ""},
+		{"GET", "/v4/", good, 404, ""},
+		{"GET", "/v3/domains/shop.example.com/webhooks", bad, 401, ""},
+		{"GET", "/v4/address/validate", "", 401, ""},
+		{"GET", "/v3/shop.example.com/stats/total", bad, 401, ""},
+		{"PUT", "/v3/shop.example.com/bounces", good, 405, "GET, HEAD, POST, DELETE"},
+		{"DELETE", "/v3/domains", good, 405, "GET, HEAD"},
+		{"GET", "/api/no/such/route", "", 404, ""},
+		{"GET", "/api/domains/shop.example.com/nothing", e.user.Auth(), 404, ""},
+		{"PUT", "/api/keys", e.user.Auth(), 405, "GET, HEAD, POST"},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(c.method, e.URL+c.path, nil)
+		req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*")
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var m map[string]any
+		jsonErr := json.Unmarshal(body, &m)
+		msg, _ := m["message"].(string)
+		if resp.StatusCode != c.status || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || jsonErr != nil || msg == "" {
+			t.Errorf("%s %s: %d %s %.200s; want %d JSON with a message", c.method, c.path, resp.StatusCode, resp.Header.Get("Content-Type"), body, c.status)
+			continue
+		}
+		if c.allow != "" && resp.Header.Get("Allow") != c.allow {
+			t.Errorf("%s %s: Allow %q, want %q", c.method, c.path, resp.Header.Get("Allow"), c.allow)
+		}
+		if strings.HasPrefix(c.path, "/v") && len(m) != 1 {
+			t.Errorf("%s %s: %s, want Mailgun's {\"message\"} alone", c.method, c.path, body)
+		}
+	}
 }

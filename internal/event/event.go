@@ -127,18 +127,54 @@ type Filter struct {
 	Tags       string    // substring, case-insensitive
 	MessageID  string    // exact: one message's chain
 	Type       Type
-	Limit      int // rows per page; the store requires 1 or more
-	Offset     int // rows to skip (list paging; streams use AfterID)
-	Order      Order
-	AfterID    int64 // only ids > AfterID (keyset paging, resume)
-	UpToID     int64 // only ids <= UpToID when > 0 (a stream's backlog snapshot)
+	// AnyOf, when not empty, keeps only entries of these types (with
+	// Type, both apply): a reader that wants a few kinds has the store
+	// skip the others instead of reading them.
+	AnyOf   TypeSet
+	Limit   int // rows per page; the store requires 1 or more
+	Offset  int // rows to skip (list paging; streams use AfterID)
+	Order   Order
+	AfterID int64 // only ids > AfterID (keyset paging, resume)
+	UpToID  int64 // only ids <= UpToID when > 0 (a stream's backlog snapshot)
 }
 
 // OnlyTimeAndType reports whether f constrains nothing but the time range
 // and the type, the filters whose totals are kept per hour.
 func (f Filter) OnlyTimeAndType() bool {
-	return f.Sender == "" && f.Recipient == "" && f.Subject == "" && f.Tags == "" && f.MessageID == "" && f.AfterID == 0 && f.UpToID == 0
+	return f.Sender == "" && f.Recipient == "" && f.Subject == "" && f.Tags == "" && f.MessageID == "" && f.AfterID == 0 && f.UpToID == 0 &&
+		f.AnyOf == 0
 }
+
+// TypeSet is a set of types; the zero value is empty. It is a value (not a
+// slice) so that a Filter stays comparable.
+type TypeSet uint16
+
+// SetOf returns the set of ts; types that are not Valid are left out.
+func SetOf(ts ...Type) TypeSet {
+	var s TypeSet
+	for _, t := range ts {
+		for i, v := range types {
+			if v == t {
+				s |= 1 << i
+			}
+		}
+	}
+	return s
+}
+
+// Types returns the set's types in the order of Types().
+func (s TypeSet) Types() []Type {
+	var out []Type
+	for i, t := range types {
+		if s&(1<<i) != 0 {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Has reports whether t is in the set.
+func (s TypeSet) Has(t Type) bool { return s != 0 && s&SetOf(t) != 0 }
 
 // Fold is the case folding of the case-insensitive filters, applied once to
 // the stored value (by the store, at insert) and to the filter value.

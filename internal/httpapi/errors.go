@@ -74,9 +74,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, rt route, er
 	var mna *methodNotAllowed
 	if errors.As(err, &mna) {
 		w.Header().Set("Allow", strings.Join(mna.allow, ", "))
-		if mna.group == groupDomainLog {
+		switch mna.group {
+		case groupMailgun:
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"message": mna.Error()})
+		case groupDomainLog:
 			writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": mna.Error()})
-		} else {
+		default:
 			writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"success": false, "message": mna.Error()})
 		}
 		return

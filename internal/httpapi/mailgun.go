@@ -93,6 +93,8 @@ func mailgunParam(field string) string {
 		return "h:List-Unsubscribe"
 	case field == "list_unsubscribe_post":
 		return "h:List-Unsubscribe-Post"
+	case field == "message_id":
+		return "h:Message-Id"
 	case strings.HasPrefix(field, "attachments"):
 		return "attachment" + strings.TrimPrefix(field, "attachments")
 	case strings.HasPrefix(field, "headers."):
@@ -131,11 +133,9 @@ func (s *Server) handleMailgunSend(w http.ResponseWriter, r *http.Request, p acc
 	if err != nil {
 		return err
 	}
-	id := ""
-	if len(acc.MessageIDs) > 0 {
-		id = "<" + acc.MessageIDs[0] + ">"
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "message": "Queued. Thank you."})
+	// Mailgun's one id of every copy, also when every recipient was
+	// suppressed (their failed entries carry it).
+	writeJSON(w, http.StatusOK, map[string]any{"id": "<" + acc.MessageID + ">", "message": "Queued. Thank you."})
 	return nil
 }
 
@@ -199,7 +199,8 @@ func readMailgunForm(r *http.Request, maxFile int64, parts *parts) (url.Values, 
 func mailgunRequest(form url.Values, files []sending.Attachment) (sending.Request, error) {
 	req := sending.Request{To: form["to"], Cc: form["cc"], Bcc: form["bcc"], Subject: form.Get("subject"), Text: form.Get("text"),
 		HTML: form.Get("html"), Template: form.Get("template"), TemplateVersion: form.Get("t:version"),
-		Variables: form.Get("t:variables"), RecipientVariables: form.Get("recipient-variables"), Attachments: files, Percent: true}
+		Variables: form.Get("t:variables"), RecipientVariables: form.Get("recipient-variables"), Attachments: files, Percent: true,
+		OneMessageID: true}
 	fe := apperr.FieldErrors{}
 	if from := form.Get("from"); from != "" {
 		if a, err := mail.ParseAddress(from); err == nil {
@@ -261,6 +262,9 @@ func mailgunRequest(form url.Values, files []sending.Attachment) (sending.Reques
 			case strings.EqualFold(h, "List-Unsubscribe-Post"):
 				req.ListUnsubscribePost = v
 				continue
+			case strings.EqualFold(h, "Message-Id"):
+				req.MessageID = v // the sending service checks it
+				continue
 			}
 			if strings.EqualFold(h, "Reply-To") {
 				req.ReplyTo = v
@@ -271,11 +275,7 @@ func mailgunRequest(form url.Values, files []sending.Attachment) (sending.Reques
 			}
 			headers[h] = v
 		case strings.HasPrefix(name, "v:"):
-			var parsed any
-			if json.Unmarshal([]byte(v), &parsed) != nil {
-				parsed = v
-			}
-			userVars[name[2:]] = parsed
+			userVars[name[2:]] = mgUserVariable(v)
 		default:
 			fe.Add(name, fmt.Sprintf("Unknown parameter %q.", name))
 		}
@@ -289,6 +289,22 @@ func mailgunRequest(form url.Values, files []sending.Attachment) (sending.Reques
 		req.Headers = string(b)
 	}
 	return req, fe.Err()
+}
+
+// mgUserVariable is a v: value as kept: a JSON object or array as the
+// structure it encodes, anything else the string sent ("42" stays "42",
+// "true" stays "true"). %recipient.KEY% in it is substituted per
+// recipient by the sending service.
+func mgUserVariable(v string) any {
+	if t := strings.TrimSpace(v); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+		dec := json.NewDecoder(strings.NewReader(t))
+		dec.UseNumber()
+		var parsed any
+		if dec.Decode(&parsed) == nil && !dec.More() {
+			return parsed
+		}
+	}
+	return v
 }
 
 func yesNo(v string) (bool, error) {

@@ -26,8 +26,41 @@ import (
 const (
 	mgEventsMax     = 300
 	mgEventsDefault = 100
-	mgScanBatches   = 10 // scans of limit rows a page may take to fill through filters
+	// mgScanRows is the fewest rows a page's scan reads at a time: a
+	// small limit still reads the log in useful steps.
+	mgScanRows    = 100
+	mgScanMaxRows = 1000 // what a scan grows to while a page finds nothing
+	// mgScanBatches is how many scans a page may take to fill up; once
+	// it has one event it stops there, and a page that has none keeps
+	// scanning to the end of the log, so an empty page is always the end.
+	mgScanBatches = 10
 )
+
+// mgTypes are the log's entry types that Mailgun's events come from:
+// what a page asks the store for (mgWanted then sorts out the few that
+// repeat another or are of another kind).
+var mgTypes = map[string][]event.Type{
+	"accepted":     {event.Queued},
+	"delivered":    {event.Delivered},
+	"failed":       {event.TemporaryFail, event.PermanentFail, event.Bounced, event.Failed},
+	"opened":       {event.Opened},
+	"clicked":      {event.Clicked},
+	"unsubscribed": {event.Unsubscribed},
+	"complained":   {event.Unsubscribed},
+}
+
+// mgTypeSet is the entry types behind Mailgun events of kinds (every
+// kind when empty).
+func mgTypeSet(kinds []string) event.TypeSet {
+	if len(kinds) == 0 {
+		kinds = mailgun.Events
+	}
+	var ts []event.Type
+	for _, k := range kinds {
+		ts = append(ts, mgTypes[k]...)
+	}
+	return event.SetOf(ts...)
+}
 
 // mgCursor is a page: its token is this JSON, base64url-encoded.
 type mgCursor struct {
@@ -155,9 +188,9 @@ func (s *Server) handleMailgunEvents(w http.ResponseWriter, r *http.Request, p a
 		firstID, _ := strconv.ParseInt(items[0]["id"].(string), 10, 64)
 		lastID, _ := strconv.ParseInt(items[len(items)-1]["id"].(string), 10, 64)
 		if c.Asc {
-			next.C, prev.C = max(lastID, edge), firstID-1
+			next.C, prev.C = max(lastID, edge), belowID(firstID)
 		} else {
-			next.C, prev.C = lastID-1, firstID
+			next.C, prev.C = belowID(lastID), firstID
 		}
 	} else if !c.Back && edge != 0 {
 		next.C = edge
@@ -165,6 +198,15 @@ func (s *Server) handleMailgunEvents(w http.ResponseWriter, r *http.Request, p a
 	writeJSON(w, http.StatusOK, map[string]any{"items": items, "paging": map[string]string{
 		"next": base + next.token(), "previous": base + prev.token(), "first": base + first.token(), "last": base + last.token()}})
 	return nil
+}
+
+// belowID is the cursor of a newest-first scan that starts below id: -1
+// when nothing is left there (0 would start again from the newest).
+func belowID(id int64) int64 {
+	if id <= 1 {
+		return -1
+	}
+	return id - 1
 }
 
 // publicBase is the absolute base of paging URLs: --public-url, or the
@@ -197,10 +239,11 @@ func (s *Server) mgPage(r *http.Request, domainID int64, c mgCursor) ([]map[stri
 	if c.End != 0 {
 		f.End = time.UnixMilli(c.End)
 	}
+	f.AnyOf, f.Limit = mgTypeSet(c.Events), max(c.Limit, mgScanRows)
 	cursor := c.C
 	var out []event.Entry
 	var scanned int64
-	for range mgScanBatches {
+	for n := 0; ; n++ {
 		if scanAsc {
 			f.Order, f.AfterID, f.UpToID = event.OldestFirst, cursor, top
 		} else {
@@ -225,13 +268,19 @@ func (s *Server) mgPage(r *http.Request, domainID int64, c mgCursor) ([]map[stri
 				out = append(out, en)
 			}
 		}
-		if len(out) >= c.Limit || len(batch) < f.Limit {
+		if len(out) < c.Limit && len(batch) < f.Limit && scanAsc {
+			scanned = top // every row up to the horizon was looked at
+		}
+		if len(out) >= c.Limit || len(batch) < f.Limit || (len(out) > 0 && n+1 >= mgScanBatches) {
 			break
 		}
 		if scanAsc {
 			cursor = scanned
 		} else {
 			cursor = scanned - 1
+		}
+		if len(out) == 0 { // matches are sparse here: read further at a time
+			f.Limit = min(2*f.Limit, mgScanMaxRows)
 		}
 	}
 	if scanAsc != c.Asc {

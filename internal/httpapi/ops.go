@@ -10,6 +10,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
 )
 
@@ -40,6 +41,15 @@ func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) error {
 	return apperr.Errorf(apperr.NotFound, "No route for %s %s", r.Method, r.URL.Path)
 }
 
+// handleMailgunNoRoute answers a path under /v3/ or /v4/ that no route
+// has, once the caller's Mailgun credentials are checked.
+func (s *Server) handleMailgunNoRoute(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
+	if err := s.wrongMethod(r); err != nil {
+		return err
+	}
+	return apperr.Errorf(apperr.NotFound, "Not Found: no route for %s %s", r.Method, r.URL.Path)
+}
+
 // methodNotAllowed is a known path asked with a method it does not take
 // (405 with Allow, in the error shape of the path's group).
 type methodNotAllowed struct {
@@ -61,7 +71,7 @@ func (s *Server) wrongMethod(r *http.Request) error {
 			continue
 		}
 		_, pattern := s.mux.Handler(&http.Request{Method: m, Host: r.Host, URL: r.URL})
-		if pattern == "" || pattern == "/" {
+		if !strings.Contains(pattern, " ") { // a catch-all ("/", "/v3/"), not a route
 			continue
 		}
 		e.allow = append(e.allow, m)

@@ -114,6 +114,11 @@ func New(d Deps) *Server {
 	for _, rt := range s.routes {
 		mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
 	}
+	// Mailgun's paths the table does not have answer in Mailgun's shape
+	// (401 for bad credentials, else 404 or 405), never with the console.
+	for _, prefix := range []string{"/v3", "/v3/", "/v4", "/v4/"} {
+		mux.Handle(prefix, s.wrap(route{path: "unmatched " + prefix, group: groupMailgun, handler: s.handleMailgunNoRoute}))
+	}
 	fallback := route{path: "unmatched", group: groupPublic, public: s.handleNotFound}
 	if d.Console != nil {
 		fallback = route{path: "console", group: groupPublic, public: s.handleConsole, maxBody: 64 << 20} // list uploads

@@ -50,8 +50,9 @@ func EventName(en event.Entry) (name, severity string) {
 	return "", ""
 }
 
-// Item renders an entry as Mailgun's event object, with the user
-// variables found in its message's headers (X-Mailgun-Variables).
+// Item renders an entry as Mailgun's event object, with its user
+// variables (the entry's own, else those of its message's
+// X-Mailgun-Variables header).
 func Item(en event.Entry, headers map[string]string) map[string]any {
 	name, severity := EventName(en)
 	var d map[string]any
@@ -62,8 +63,14 @@ func Item(en event.Entry, headers map[string]string) map[string]any {
 			tags = append(tags, t)
 		}
 	}
-	userVars := map[string]any{}
-	json.Unmarshal([]byte(headers["X-Mailgun-Variables"]), &userVars) //nolint:errcheck // absent: none
+	// The entry's own copy first: the copies of a batch share one
+	// message id, each with its recipient's variables. Entries recorded
+	// without them (a DSN's bounce) take the message's.
+	userVars, ok := d["user_variables"].(map[string]any)
+	if !ok {
+		userVars = map[string]any{}
+		json.Unmarshal([]byte(headers[event.UserVariablesHeader]), &userVars) //nolint:errcheck // absent: none
+	}
 	item := map[string]any{
 		"id": strconv.FormatInt(en.ID, 10), "event": name, "timestamp": float64(en.CreatedAt.UnixMicro()) / 1e6,
 		"recipient": en.Recipient, "tags": tags, "user-variables": userVars, "log-level": "info",

@@ -1,6 +1,7 @@
 package sending
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -40,7 +41,7 @@ type rendered struct {
 // past the account's bytes of the day queues nothing; then it is rendered
 // again chunk by chunk, each chunk committed as it is built.
 func (s *Service) acceptBatch(ctx context.Context, d domain.Domain, accountID int64, r Request, c checked, p personal,
-	verdicts map[string]suppression.Verdict, now time.Time) (Accepted, error) {
+	verdicts map[string]suppression.Verdict, oneID string, now time.Time) (Accepted, error) {
 	atts := attachmentBytes(r.Attachments)
 	if total := atts * int64(len(c.to)); total > MaxBatchAttachmentBytes {
 		return Accepted{}, apperr.Field("attachments", fmt.Sprintf("A batch stores the attachments once per recipient: %d recipients × %d bytes is more than %d bytes; send smaller batches.",
@@ -63,7 +64,7 @@ func (s *Service) acceptBatch(ctx context.Context, d domain.Domain, accountID in
 	p.deadline = time.Now().Add(4 * templates.RenderTimeout)
 	options := sealOptions(s.cfg.Sealer, r.Options)
 	details := queuedDetails(len(r.Attachments), p, now)
-	acc := Accepted{MessageIDs: []string{}, Attachments: len(r.Attachments), DeliverAt: p.deliverAt}
+	acc := Accepted{MessageIDs: []string{}, Attachments: len(r.Attachments), DeliverAt: p.deliverAt, MessageID: oneID}
 	var chunk []EnqueueJob
 	var chunkBytes int64
 	var dropped []event.Entry
@@ -105,7 +106,7 @@ func (s *Service) acceptBatch(ctx context.Context, d domain.Domain, accountID in
 		if name := c.addressing.NameOf(to); name != "" {
 			snd.Addressing = Addressing{To: []message.Mailbox{{Name: name, Addr: to}}}
 		}
-		id := strings.Trim(message.NewMessageID(d.Name), "<>")
+		id := cmp.Or(oneID, strings.Trim(message.NewMessageID(d.Name), "<>"))
 		if v := verdicts[to]; v.Suppressed {
 			dropped = append(dropped, entry(d.ID, id, event.Failed, snd, to, now, map[string]any{
 				"reason": "suppressed", "suppression": string(v.By.Type), "suppressed_by": v.By.Recipient}))
@@ -209,12 +210,12 @@ func queuedDetails(attachments int, p personal, now time.Time) map[string]any {
 
 // acceptTest logs a queued entry per recipient, marked testmode, and
 // queues nothing: the request was checked as a real one would be.
-func (s *Service) acceptTest(ctx context.Context, d domain.Domain, accountID int64, r Request, c checked, now time.Time) (Accepted, error) {
+func (s *Service) acceptTest(ctx context.Context, d domain.Domain, accountID int64, r Request, c checked, oneID string, now time.Time) (Accepted, error) {
 	snd := &Send{DomainID: d.ID, AccountID: accountID, From: strings.TrimSpace(r.From), Subject: r.Subject, Tags: r.Tags}
-	acc := Accepted{MessageIDs: []string{}}
+	acc := Accepted{MessageIDs: []string{}, MessageID: oneID}
 	var entries []event.Entry
 	for _, to := range c.to {
-		id := strings.Trim(message.NewMessageID(d.Name), "<>")
+		id := cmp.Or(oneID, strings.Trim(message.NewMessageID(d.Name), "<>"))
 		entries = append(entries, entry(d.ID, id, event.Queued, snd, to, now, map[string]any{"testmode": true}))
 		acc.MessageIDs = append(acc.MessageIDs, id)
 	}

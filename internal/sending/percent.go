@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/templates"
 )
 
@@ -100,9 +101,53 @@ func (p personal) renderPercent(vars map[string]any) (templates.Rendered, map[st
 		HTML: unsubscribeAliases.Replace(percent(p.src.HTML, vars))}
 	headers := make(map[string]string, len(p.srcHeaders))
 	for k, v := range p.srcHeaders {
+		if strings.EqualFold(k, event.UserVariablesHeader) {
+			if j, ok := percentJSON(v, vars); ok {
+				headers[k] = j
+				continue
+			}
+		}
 		if v = percentHeader(v, vars); v != "" {
 			headers[k] = v
 		}
 	}
 	return out, headers
+}
+
+// percentJSON substitutes %recipient.KEY% in the strings of a JSON
+// document (the user variables, Mailgun's v: values) and encodes it
+// again, so a value with quotes or line breaks stays one JSON string. It
+// reports false when raw is not JSON.
+func percentJSON(raw string, vars map[string]any) (string, bool) {
+	if !strings.Contains(raw, "%recipient.") {
+		return raw, true
+	}
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber() // numbers as sent
+	var v any
+	if dec.Decode(&v) != nil {
+		return "", false
+	}
+	b, err := json.Marshal(percentValue(v, vars))
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// percentValue substitutes %recipient.KEY% in every string of v.
+func percentValue(v any, vars map[string]any) any {
+	switch x := v.(type) {
+	case string:
+		return percent(x, vars)
+	case map[string]any:
+		for k, e := range x {
+			x[k] = percentValue(e, vars)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = percentValue(e, vars)
+		}
+	}
+	return v
 }

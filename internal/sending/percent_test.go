@@ -31,3 +31,17 @@ func TestRenderPercent(t *testing.T) {
 		t.Errorf("a header left empty was kept: %q", h)
 	}
 }
+
+// The user variables (X-Mailgun-Variables) are JSON: a recipient's value
+// is substituted inside its strings and encoded again, so quotes and line
+// breaks stay in one JSON string and numbers stay as sent.
+func TestRenderPercentUserVariables(t *testing.T) {
+	t.Parallel()
+	p := personal{percent: true, srcHeaders: map[string]string{
+		"X-Mailgun-Variables": `{"id":"42","big":12345678901234567890,"who":"Dear %recipient.name%","l":[1,"%recipient.n%"],"x":"%tag_x%"}`}}
+	_, h := p.renderPercent(map[string]any{"name": "Ann \"A\"\r\nB", "n": 2.0})
+	want := `{"big":12345678901234567890,"id":"42","l":[1,"2"],"who":"Dear Ann \"A\"\r\nB","x":"%tag_x%"}`
+	if got := h["X-Mailgun-Variables"]; got != want {
+		t.Errorf("X-Mailgun-Variables\n got %s\nwant %s", got, want)
+	}
+}

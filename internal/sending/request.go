@@ -56,6 +56,15 @@ type Request struct {
 	// the Resent-From and Resent-Sender custom headers must be at the
 	// send's domain or at one of them (nil: the send's domain only).
 	Senders SenderDomains
+	// OneMessageID gives every copy of the message one Message-ID, as
+	// Mailgun does (the /v3/ API): MessageID when given, else a new one.
+	// Without it each recipient's copy has its own. The log keeps the
+	// copies apart by recipient (and the queue by delivery).
+	OneMessageID bool
+	// MessageID is the sender's own Message-ID (the /v3/ API's
+	// h:Message-Id, angle brackets optional), with OneMessageID only: an
+	// RFC 5322 msg-id at one of the account's verified domains.
+	MessageID string
 	// TestMode accepts and logs the message (queued entries with
 	// details.testmode) without queueing a delivery: Mailgun's o:testmode.
 	TestMode bool

@@ -1,6 +1,7 @@
 package sending
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -83,7 +84,11 @@ func (s *Service) Limits() Limits { return s.cfg.Limits }
 
 // Accepted is the answer to an accepted request.
 type Accepted struct {
-	MessageIDs  []string // one per queued recipient, without angle brackets
+	MessageIDs []string // one per queued recipient, without angle brackets
+	// MessageID is the one Message-ID of every copy when the request
+	// asked for one (Request.OneMessageID), also when no copy was queued
+	// (every recipient suppressed: their failed entries carry it).
+	MessageID   string
 	Queued      int
 	Suppressed  int
 	Attachments int
@@ -105,6 +110,10 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 		return Accepted{}, err
 	}
 	if err := s.checkRequestSenders(ctx, d, r, c.headers); err != nil {
+		return Accepted{}, err
+	}
+	oneID, err := s.oneMessageID(ctx, d, r)
+	if err != nil {
 		return Accepted{}, err
 	}
 	opts, err := attach.ParseOptions(r.Options)
@@ -150,10 +159,10 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 		}
 	}
 	if r.TestMode {
-		return s.acceptTest(ctx, d, accountID, r, c, now)
+		return s.acceptTest(ctx, d, accountID, r, c, oneID, now)
 	}
 	if p.batch() {
-		return s.acceptBatch(ctx, d, accountID, r, c, p, verdicts, now)
+		return s.acceptBatch(ctx, d, accountID, r, c, p, verdicts, oneID, now)
 	}
 	// One message for every recipient: stored once.
 	size := storedBytes(templates.Rendered{Subject: r.Subject, Text: r.Text, HTML: r.HTML}, c.headers, attachmentBytes(r.Attachments))
@@ -169,7 +178,7 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 	var ds []Delivery
 	var dropped []event.Entry
 	for _, to := range c.to {
-		id := strings.Trim(message.NewMessageID(d.Name), "<>")
+		id := cmp.Or(oneID, strings.Trim(message.NewMessageID(d.Name), "<>"))
 		if v := verdicts[to]; v.Suppressed {
 			dropped = append(dropped, entry(d.ID, id, event.Failed, snd, to, now, map[string]any{
 				"reason": "suppressed", "suppression": string(v.By.Type), "suppressed_by": v.By.Recipient}))
@@ -181,7 +190,7 @@ func (s *Service) Accept(ctx context.Context, d domain.Domain, accountID int64, 
 	if err := s.commitSend(ctx, snd, r.Attachments, ds, dropped, queuedDetails(len(r.Attachments), p, now)); err != nil {
 		return Accepted{}, err
 	}
-	acc := Accepted{Queued: len(ds), Suppressed: len(dropped), Attachments: len(r.Attachments), DeliverAt: p.deliverAt}
+	acc := Accepted{Queued: len(ds), Suppressed: len(dropped), Attachments: len(r.Attachments), DeliverAt: p.deliverAt, MessageID: oneID}
 	if opts.Watermark.Enabled {
 		acc.Watermarked = attach.Watermarkable(files)
 	}

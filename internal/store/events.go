@@ -341,6 +341,14 @@ func (e Events) where(f event.Filter) (string, []any) {
 	if f.Type != "" {
 		add("event_type = ?", string(f.Type))
 	}
+	if f.AnyOf != 0 {
+		marks := make([]string, 0, len(f.AnyOf.Types()))
+		for _, t := range f.AnyOf.Types() {
+			args = append(args, string(t))
+			marks = append(marks, "$"+strconv.Itoa(len(args)))
+		}
+		b.WriteString(" AND event_type IN (" + strings.Join(marks, ",") + ")")
+	}
 	if f.Sender != "" {
 		add("sender_lc = ?", event.Fold(f.Sender))
 	}

@@ -124,7 +124,7 @@ func match(f event.Filter, e event.Entry) bool {
 	fold := event.Fold
 	return e.DomainID == f.DomainID &&
 		(f.Start.IsZero() || !e.CreatedAt.Before(f.Start)) && (f.End.IsZero() || !e.CreatedAt.After(f.End)) &&
-		(f.Type == "" || e.Type == f.Type) &&
+		(f.Type == "" || e.Type == f.Type) && (f.AnyOf == 0 || f.AnyOf.Has(e.Type)) &&
 		(f.Sender == "" || fold(e.Sender) == fold(f.Sender)) && (f.Recipient == "" || fold(e.Recipient) == fold(f.Recipient)) &&
 		(f.Subject == "" || strings.Contains(fold(e.Subject), fold(f.Subject))) &&
 		(f.Tags == "" || (e.Tags != "" && strings.Contains(fold(e.Tags), fold(f.Tags)))) &&
@@ -159,6 +159,8 @@ func testEventFilters(t *testing.T, db *store.DB) {
 		{"empty range", event.Filter{Start: last.Add(time.Hour)}},
 		{"inverted range", event.Filter{Start: last, End: first}},
 		{"type", event.Filter{Type: event.Delivered}},
+		{"any of types", event.Filter{AnyOf: event.SetOf(event.Bounced, event.Opened)}},
+		{"any of types and recipient", event.Filter{AnyOf: event.SetOf(event.Delivered, event.Queued), Recipient: "carol@example.net"}},
 		{"type and range", event.Filter{Type: event.Opened, Start: hour.Add(3 * time.Minute), End: last.Add(-5 * time.Hour)}},
 		{"sender, other case", event.Filter{Sender: "NEWS@alice.EXAMPLE"}},
 		{"recipient, other case", event.Filter{Recipient: "carol@EXAMPLE.net"}},
