@@ -866,13 +866,13 @@ func TestMailgunUnknownRoutesAnswerJSON(t *testing.T) {
 		status             int
 		allow              string
 	}{
-		{"GET", "/v3/domains/shop.example.com/webhooks", good, 404, ""},
-		{"GET", "/v4/address/validate?address=a@rcpt.example.net", good, 404, ""},
-		{"POST", "/v4/address/validate/bulk/list1", good, 404, ""},
-		{"GET", "/v3/shop.example.com/tags/news/stats", good, 404, ""},
+		{"GET", "/v3/domains/shop.example.com/credentials", good, 404, ""},
+		{"GET", "/v3/lists/pages?limit=10", good, 404, ""},
+		{"POST", "/v4/address/parse", good, 404, ""},
+		{"GET", "/v3/ips/127.0.0.1/domains", good, 404, ""},
 		{"GET", "/v3", good, 404, ""},
 		{"GET", "/v4/", good, 404, ""},
-		{"GET", "/v3/domains/shop.example.com/webhooks", bad, 401, ""},
+		{"GET", "/v3/domains/shop.example.com/credentials", bad, 401, ""},
 		{"GET", "/v4/address/validate", "", 401, ""},
 		{"GET", "/v3/shop.example.com/stats/total", bad, 401, ""},
 		{"PUT", "/v3/shop.example.com/bounces", good, 405, "GET, HEAD, POST, DELETE"},

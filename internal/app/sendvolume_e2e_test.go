@@ -54,8 +54,14 @@ func TestBatchAmplificationRefused(t *testing.T) {
 		start := time.Now()
 		resp := e.send(t, parts, nil)
 		errs, _ := resp.JSON["errors"].(map[string]any)
-		if resp.StatusCode != 413 || !strings.Contains(fmt.Sprint(errs["recipient_variables"]), "more than 104857600 bytes") ||
-			!strings.Contains(fmt.Sprint(resp.JSON["error"]), "--max-rendered-bytes-per-request") {
+		// The bytes bound trips after ~76 renders of 1.4 MB; a machine too
+		// loaded to make them within the request's render deadline (2 s)
+		// trips that bound first: refused as quickly, naming it
+		// (TestRenderedBytesBoundScaledDown tests the bytes bound alone).
+		byBytes := resp.StatusCode == 413 && strings.Contains(fmt.Sprint(errs["recipient_variables"]), "more than 104857600 bytes") &&
+			strings.Contains(fmt.Sprint(resp.JSON["error"]), "--max-rendered-bytes-per-request")
+		byTime := resp.StatusCode == 422 && strings.Contains(fmt.Sprint(errs["recipient_variables"]), "the limit of a request's renders")
+		if !byBytes && !byTime {
 			t.Errorf("the 727 KB batch: %d %.400s", resp.StatusCode, resp.Body)
 		}
 		if took := time.Since(start); took > 10*time.Second {
