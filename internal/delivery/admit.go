@@ -277,6 +277,17 @@ func (tk *Ticket) Release() {
 	}
 }
 
+// Waits reports whether tk's message cannot start at once: it has a place
+// in its path's queue instead of a connection, or a start booked under
+// max_message_rate that is still ahead. SendTicket then waits for its turn
+// before it builds a session or sends anything; admission bounds how many
+// deliveries wait so (connection_limit places in a path's queue, starts
+// booked at most maxRateHold ahead), so a caller may let other work run
+// meanwhile.
+func (tk *Ticket) Waits() bool {
+	return tk != nil && !tk.ended && (tk.w != nil || time.Until(tk.msgAt) > 0)
+}
+
 // giveBack returns an unused grant: its session to the pool, its slot to
 // the path.
 func (t *Transport) giveBack(p *path, g grant) {

@@ -244,6 +244,36 @@ func TestAdmitSpreadsRateWaits(t *testing.T) {
 	}
 }
 
+// A ticket says whether its message has to wait for its turn (the start
+// max_message_rate booked for it, a place in line for a connection), so
+// that the worker can let another delivery work meanwhile; the first
+// delivery to a path with room does not wait, nor does a released ticket.
+func TestTicketWaits(t *testing.T) {
+	t.Parallel()
+	f := shaped(t, smtptest.Config{}, "[\"default\"]\nconnection_limit = 2\nmax_message_rate = \"5/s\"\n")
+	f.mx([]string{"mx.example.test"}, "example.test")
+	var waits []bool
+	for i := range 3 {
+		tk, _, err := f.tr.Admit(context.Background(), direct, fmt.Sprintf("r%d@example.test", i))
+		if err != nil || tk == nil {
+			t.Fatalf("Admit %d = %v, %v; want a ticket (a connection or a place in line, a start within a second)", i, tk, err)
+		}
+		defer tk.Release()
+		waits = append(waits, tk.Waits())
+		if i == 2 {
+			tk.Release()
+			if tk.Waits() {
+				t.Error("a released ticket waits")
+			}
+		}
+	}
+	// The first starts now on a connection of its own; the second has one
+	// too but its start is 200ms ahead; the third waits in line as well.
+	if !slices.Equal(waits, []bool{false, true, true}) {
+		t.Errorf("Waits of three tickets at 5/s over two connections = %v, want [false true true]", waits)
+	}
+}
+
 // idle_timeout applies per egress path: a short one closes the idle
 // connection of its site, not another site's.
 func TestIdleTimeoutPerPath(t *testing.T) {

@@ -84,6 +84,9 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 		return
 	}
 	env := delivery.Envelope{From: w.envelopeFrom(dom, d), To: d.Recipient}
+	if tk.Waits() {
+		slotOf(ctx).wait() // its turn under the site's limits is not work: the next attempt may build meanwhile
+	}
 	started := time.Now()
 	res, err := w.transport.SendTicket(ctx, tk, env, msg)
 	if e, ok := err.(*delivery.Error); ok && e.Wait > 0 {

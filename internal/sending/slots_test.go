@@ -89,3 +89,54 @@ func TestSlotsTakeWaitsUntilStopped(t *testing.T) {
 		t.Fatalf("with a free slot and a stopped worker: took = %v, free = %d; want no attempt started", ok, s.free())
 	}
 }
+
+// An attempt waiting for its turn under its site's limits hands its slot
+// to the next attempt (and signals the worker loop); its outcome then
+// takes an outcome slot as any other, so what is sent and not yet
+// recorded stays bounded; an attempt that waited and ends without an
+// outcome holds nothing.
+func TestSlotsHandOverWhileWaitingForTurn(t *testing.T) {
+	t.Parallel()
+	s := newSlots(1)
+	waiting := mustTake(t, s)
+	waiting.wait()
+	if s.free() != 1 {
+		t.Fatalf("free = %d while the attempt waits for its turn, want its slot handed over", s.free())
+	}
+	select {
+	case <-s.freed:
+	default:
+		t.Fatal("handing the slot over did not signal the worker loop")
+	}
+	waiting.wait() // a second wait gives nothing back twice
+	if s.free() != 1 {
+		t.Fatalf("free = %d after a second wait, want 1", s.free())
+	}
+
+	next := mustTake(t, s) // does not wait: the first only waits for its turn
+	waiting.record()
+	if len(s.recording) != 1 {
+		t.Fatalf("outcome slots held = %d after the waiting attempt's outcome, want 1", len(s.recording))
+	}
+	recorded := make(chan struct{})
+	go func() { next.record(); close(recorded) }()
+	select {
+	case <-recorded:
+		t.Fatal("a second outcome went into the one outcome slot while the first still waits for its commit")
+	case <-time.After(50 * time.Millisecond):
+	}
+	waiting.release()
+	<-recorded
+	next.release()
+	if s.free() != 1 || len(s.recording) != 0 {
+		t.Fatalf("after both: free = %d, outcome slots held = %d; want 1 and 0", s.free(), len(s.recording))
+	}
+
+	gaveUp := mustTake(t, s) // waited, then its turn did not come: released, no outcome
+	gaveUp.wait()
+	gaveUp.release()
+	if s.free() != 1 || len(s.recording) != 0 {
+		t.Fatalf("after an attempt that waited without an outcome: free = %d, outcome slots held = %d; want 1 and 0",
+			s.free(), len(s.recording))
+	}
+}
