@@ -379,7 +379,26 @@ func (t *Transport) gate(ctx context.Context, tk *Ticket) *Error {
 	}
 	tk.booked = nil // spent
 	t.mu.Unlock()
-	return t.sleepUntil(ctx, at)
+	if e := t.sleepUntil(ctx, at); e != nil {
+		return e
+	}
+	if f, ok := ctx.Value(turnKey{}).(func(context.Context) error); ok {
+		if err := f(ctx); err != nil {
+			return t.fail(ctx, err, StageConnect, "")
+		}
+	}
+	return nil
+}
+
+type turnKey struct{}
+
+// WithTurn makes SendTicket call turn once the message's turn has come
+// (its connection and its booked start), right before it is sent: a
+// caller that let other work run while the ticket waited (Waits) takes
+// its share back there. An error from turn ends the delivery unsent, as
+// an ended ctx does.
+func WithTurn(ctx context.Context, turn func(context.Context) error) context.Context {
+	return context.WithValue(ctx, turnKey{}, turn)
 }
 
 // sleepUntil waits until at, or fails when ctx ends first.

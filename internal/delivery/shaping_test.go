@@ -274,6 +274,47 @@ func TestTicketWaits(t *testing.T) {
 	}
 }
 
+// WithTurn's function runs when a waiting ticket's turn has come (its
+// booked start has passed) and before its message is sent; an error from
+// it ends the delivery unsent.
+func TestWithTurn(t *testing.T) {
+	t.Parallel()
+	f := shaped(t, smtptest.Config{}, "[\"default\"]\nmax_message_rate = \"5/s\"\n")
+	f.mx([]string{"mx.example.test"}, "example.test")
+	ctx := context.Background()
+	admitted := time.Now()
+	var tickets []*delivery.Ticket
+	for i := range 3 {
+		tk, _, err := f.tr.Admit(ctx, direct, fmt.Sprintf("r%d@example.test", i))
+		if err != nil || tk == nil {
+			t.Fatalf("Admit %d = %v, %v; want a ticket", i, tk, err)
+		}
+		tickets = append(tickets, tk)
+	}
+	if _, err := f.tr.SendTicket(ctx, tickets[0], delivery.Envelope{To: "r0@example.test"}, []byte(testMsg)); err != nil {
+		t.Fatal(err)
+	}
+	var turnAt time.Time
+	var sinkThen int
+	turn := delivery.WithTurn(ctx, func(context.Context) error {
+		turnAt, sinkThen = time.Now(), len(f.sink.Messages())
+		return nil
+	})
+	if _, err := f.tr.SendTicket(turn, tickets[1], delivery.Envelope{To: "r1@example.test"}, []byte(testMsg)); err != nil {
+		t.Fatal(err)
+	}
+	if waited := turnAt.Sub(admitted); waited < 150*time.Millisecond || sinkThen != 1 {
+		t.Errorf("turn ran %v after admission with %d messages at the sink; want after the start booked 200ms ahead, before the message", waited, sinkThen)
+	}
+	refused := delivery.WithTurn(ctx, func(context.Context) error { return context.Canceled })
+	if _, err := f.tr.SendTicket(refused, tickets[2], delivery.Envelope{To: "r2@example.test"}, []byte(testMsg)); err == nil {
+		t.Error("SendTicket succeeded though its turn function failed")
+	}
+	if n := len(f.sink.Messages()); n != 2 {
+		t.Errorf("%d messages at the sink, want 2 (the third was not sent)", n)
+	}
+}
+
 // idle_timeout applies per egress path: a short one closes the idle
 // connection of its site, not another site's.
 func TestIdleTimeoutPerPath(t *testing.T) {

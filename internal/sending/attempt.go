@@ -85,7 +85,11 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 	}
 	env := delivery.Envelope{From: w.envelopeFrom(dom, d), To: d.Recipient}
 	if tk.Waits() {
-		slotOf(ctx).wait() // its turn under the site's limits is not work: the next attempt may build meanwhile
+		// Its turn under the site's limits is not work: the next attempt
+		// may build meanwhile, and this one takes a slot again to send.
+		h := slotOf(ctx)
+		h.wait()
+		ctx = delivery.WithTurn(ctx, h.resume)
 	}
 	started := time.Now()
 	res, err := w.transport.SendTicket(ctx, tk, env, msg)

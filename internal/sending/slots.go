@@ -65,6 +65,24 @@ func (h *slot) wait() {
 	h.freeAttempt()
 }
 
+// resume takes an attempt slot again for an attempt whose turn came after
+// wait, before it sends: what is sent and not yet recorded stays at most
+// 2n. It waits for a slot while n attempts build or send, which delays the
+// message past its booked start, never before it; an error when ctx ends
+// first. It does nothing for an attempt that holds its slot.
+func (h *slot) resume(ctx context.Context) error {
+	if h == nil || !h.waited {
+		return nil
+	}
+	select {
+	case h.s.attempts <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	h.attempt, h.waited = true, false
+	return nil
+}
+
 // record moves the hold from the attempt slot (or from none, after wait)
 // to an outcome slot, waiting while n outcomes already wait for their
 // commit. A second call does nothing.
