@@ -284,6 +284,17 @@ func (tk *Ticket) Release() {
 	}
 }
 
+// Waits reports whether tk's message cannot start at once: it has a place
+// in its path's queue instead of a connection, or a start booked under
+// max_message_rate that is still ahead. SendTicket then waits for its turn
+// before it builds a session or sends anything; admission bounds how many
+// deliveries wait so (connection_limit places in a path's queue, starts
+// booked at most maxRateHold ahead), so a caller may let other work run
+// meanwhile.
+func (tk *Ticket) Waits() bool {
+	return tk != nil && !tk.ended && (tk.w != nil || time.Until(tk.msgAt) > 0)
+}
+
 // giveBack returns an unused grant: its session to the pool, its slot to
 // the path.
 func (t *Transport) giveBack(p *path, g grant) {
@@ -375,7 +386,26 @@ func (t *Transport) gate(ctx context.Context, tk *Ticket) *Error {
 	}
 	tk.booked = nil // spent
 	t.mu.Unlock()
-	return t.sleepUntil(ctx, at)
+	if e := t.sleepUntil(ctx, at); e != nil {
+		return e
+	}
+	if f, ok := ctx.Value(turnKey{}).(func(context.Context) error); ok {
+		if err := f(ctx); err != nil {
+			return t.fail(ctx, err, StageConnect, "")
+		}
+	}
+	return nil
+}
+
+type turnKey struct{}
+
+// WithTurn makes SendTicket call turn once the message's turn has come
+// (its connection and its booked start), right before it is sent: a
+// caller that let other work run while the ticket waited (Waits) takes
+// its share back there. An error from turn ends the delivery unsent, as
+// an ended ctx does.
+func WithTurn(ctx context.Context, turn func(context.Context) error) context.Context {
+	return context.WithValue(ctx, turnKey{}, turn)
 }
 
 // sleepUntil waits until at, or fails when ctx ends first.

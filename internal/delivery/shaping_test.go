@@ -244,6 +244,77 @@ func TestAdmitSpreadsRateWaits(t *testing.T) {
 	}
 }
 
+// A ticket says whether its message has to wait for its turn (the start
+// max_message_rate booked for it, a place in line for a connection), so
+// that the worker can let another delivery work meanwhile; the first
+// delivery to a path with room does not wait, nor does a released ticket.
+func TestTicketWaits(t *testing.T) {
+	t.Parallel()
+	f := shaped(t, smtptest.Config{}, "[\"default\"]\nconnection_limit = 2\nmax_message_rate = \"5/s\"\n")
+	f.mx([]string{"mx.example.test"}, "example.test")
+	var waits []bool
+	for i := range 3 {
+		tk, _, err := f.tr.Admit(context.Background(), direct, fmt.Sprintf("r%d@example.test", i))
+		if err != nil || tk == nil {
+			t.Fatalf("Admit %d = %v, %v; want a ticket (a connection or a place in line, a start within a second)", i, tk, err)
+		}
+		defer tk.Release()
+		waits = append(waits, tk.Waits())
+		if i == 2 {
+			tk.Release()
+			if tk.Waits() {
+				t.Error("a released ticket waits")
+			}
+		}
+	}
+	// The first starts now on a connection of its own; the second has one
+	// too but its start is 200ms ahead; the third waits in line as well.
+	if !slices.Equal(waits, []bool{false, true, true}) {
+		t.Errorf("Waits of three tickets at 5/s over two connections = %v, want [false true true]", waits)
+	}
+}
+
+// WithTurn's function runs when a waiting ticket's turn has come (its
+// booked start has passed) and before its message is sent; an error from
+// it ends the delivery unsent.
+func TestWithTurn(t *testing.T) {
+	t.Parallel()
+	f := shaped(t, smtptest.Config{}, "[\"default\"]\nmax_message_rate = \"5/s\"\n")
+	f.mx([]string{"mx.example.test"}, "example.test")
+	ctx := context.Background()
+	admitted := time.Now()
+	var tickets []*delivery.Ticket
+	for i := range 3 {
+		tk, _, err := f.tr.Admit(ctx, direct, fmt.Sprintf("r%d@example.test", i))
+		if err != nil || tk == nil {
+			t.Fatalf("Admit %d = %v, %v; want a ticket", i, tk, err)
+		}
+		tickets = append(tickets, tk)
+	}
+	if _, err := f.tr.SendTicket(ctx, tickets[0], delivery.Envelope{To: "r0@example.test"}, []byte(testMsg)); err != nil {
+		t.Fatal(err)
+	}
+	var turnAt time.Time
+	var sinkThen int
+	turn := delivery.WithTurn(ctx, func(context.Context) error {
+		turnAt, sinkThen = time.Now(), len(f.sink.Messages())
+		return nil
+	})
+	if _, err := f.tr.SendTicket(turn, tickets[1], delivery.Envelope{To: "r1@example.test"}, []byte(testMsg)); err != nil {
+		t.Fatal(err)
+	}
+	if waited := turnAt.Sub(admitted); waited < 150*time.Millisecond || sinkThen != 1 {
+		t.Errorf("turn ran %v after admission with %d messages at the sink; want after the start booked 200ms ahead, before the message", waited, sinkThen)
+	}
+	refused := delivery.WithTurn(ctx, func(context.Context) error { return context.Canceled })
+	if _, err := f.tr.SendTicket(refused, tickets[2], delivery.Envelope{To: "r2@example.test"}, []byte(testMsg)); err == nil {
+		t.Error("SendTicket succeeded though its turn function failed")
+	}
+	if n := len(f.sink.Messages()); n != 2 {
+		t.Errorf("%d messages at the sink, want 2 (the third was not sent)", n)
+	}
+}
+
 // idle_timeout applies per egress path: a short one closes the idle
 // connection of its site, not another site's.
 func TestIdleTimeoutPerPath(t *testing.T) {

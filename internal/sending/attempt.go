@@ -84,6 +84,13 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 		return
 	}
 	env := delivery.Envelope{From: w.envelopeFrom(dom, d), To: d.Recipient}
+	if tk.Waits() {
+		// Its turn under the site's limits is not work: the next attempt
+		// may build meanwhile, and this one takes a slot again to send.
+		h := slotOf(ctx)
+		h.wait()
+		ctx = delivery.WithTurn(ctx, h.resume)
+	}
 	started := time.Now()
 	res, err := w.transport.SendTicket(ctx, tk, env, msg)
 	if e, ok := err.(*delivery.Error); ok && e.Wait > 0 {

@@ -35,6 +35,7 @@ var buildBinary = postline.Build
 // her direct-delivery domain shop.sender.test.
 type serve struct {
 	bin, addr, key string
+	pid            int // the serve process's
 	vars           map[string]string
 	log            *bytes.Buffer
 	mu             sync.Mutex // guards log
@@ -121,6 +122,7 @@ func (s *serve) start(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	s.pid = cmd.Process.Pid
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
