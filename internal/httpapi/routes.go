@@ -142,6 +142,13 @@ func (s *Server) routeTable() []route {
 		// Mailgun's validation (mailgun_validate.go).
 		{method: "GET", path: "/v4/address/validate", group: groupMailgun, scope: account.ScopeValidate, handler: s.handleMailgunValidate, hourly: true},
 		{method: "POST", path: "/v4/address/validate", group: groupMailgun, scope: account.ScopeValidate, handler: s.handleMailgunValidate, hourly: true},
+		// Bulk: the requests use the per-minute budget; each address counts
+		// against the validation budget as the job runs (mailgun_bulk.go).
+		{method: "POST", path: "/v4/address/validate/bulk/{list_id}", group: groupMailgun, scope: account.ScopeValidate, handler: s.handleMailgunBulkCreate, maxBody: maxJobBody},
+		{method: "GET", path: "/v4/address/validate/bulk", group: groupMailgun, scope: account.ScopeValidate, handler: s.handleMailgunBulkList},
+		{method: "GET", path: "/v4/address/validate/bulk/{list_id}", group: groupMailgun, scope: account.ScopeValidate, handler: s.handleMailgunBulkGet},
+		{method: "DELETE", path: "/v4/address/validate/bulk/{list_id}", group: groupMailgun, scope: account.ScopeValidate, handler: s.handleMailgunBulkDelete},
+		{method: "GET", path: "/v4/address/validate/bulk/{list_id}/{file}", group: groupMailgun, scope: account.ScopeValidate, handler: s.handleMailgunBulkResults},
 		{method: "GET", path: "/v4/domains", group: groupMailgun, scope: account.ScopeDomains, handler: s.handleMailgunDomains},
 		{method: "GET", path: "/v4/domains/{name}", group: groupMailgun, scope: account.ScopeDomains, handler: s.handleMailgunDomain},
 		// GET /v3/domains/{name} would conflict with /v3/{domain}/events in
