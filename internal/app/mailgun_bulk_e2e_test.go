@@ -199,3 +199,88 @@ func TestMailgunBulkValidationAPI(t *testing.T) {
 		}
 	})
 }
+
+// TestMailgunSDKValidation: mailgun.js's mg.validate.get and
+// mg.validate.multipleValidation (create, list, get, destroy) against
+// Postline: Mailgun's fields come through the SDK's own parsing.
+func TestMailgunSDKValidation(t *testing.T) {
+	t.Parallel()
+	e := startSend(t, store.SQLite, false, nil)
+	e.DNS.AddMX("acme-mail.com", 10, "mx.acme-mail.com")
+	e.DNS.AddA("mx.acme-mail.com", "127.0.0.1")
+	res := mailgunSDK(t, e, e.user.Key, []map[string]any{
+		{"call": "validate.get", "address": "jane@acme-mail.com"},
+		{"call": "validate.get", "address": "x@mailinator.com"},
+		{"call": "validate.get", "address": ""},
+		{"call": "multipleValidation.create", "listId": "sdk_list", "file": "jane@acme-mail.com\ninfo@acme-mail.com\njoe@nx-corp.net\n"},
+		{"call": "multipleValidation.get", "listId": "sdk_list", "until": "uploaded"},
+		{"call": "multipleValidation.list"},
+	})
+	var v struct {
+		Address    string   `json:"address"`
+		Result     string   `json:"result"`
+		Risk       string   `json:"risk"`
+		Reason     []string `json:"reason"`
+		Disposable bool     `json:"is_disposable_address"`
+	}
+	if json.Unmarshal(res[0].Result, &v); !res[0].OK || v.Address != "jane@acme-mail.com" || v.Result != "deliverable" || v.Risk != "low" {
+		t.Errorf("validate.get: %+v %s", res[0], res[0].Result)
+	}
+	if json.Unmarshal(res[1].Result, &v); !res[1].OK || v.Result != "do_not_send" || !v.Disposable || len(v.Reason) != 1 {
+		t.Errorf("validate.get disposable: %+v %s", res[1], res[1].Result)
+	}
+	if res[2].OK || res[2].Status != 400 {
+		t.Errorf("validate.get without an address: %+v", res[2])
+	}
+	var created struct {
+		ID     string `json:"id"`
+		Status int    `json:"status"`
+	}
+	if json.Unmarshal(res[3].Result, &created); !res[3].OK || created.ID != "sdk_list" || created.Status != 202 {
+		t.Errorf("multipleValidation.create: %+v %s", res[3], res[3].Result)
+	}
+	var job struct {
+		ID               string `json:"id"`
+		Status           string `json:"status"`
+		Quantity         int    `json:"quantity"`
+		RecordsProcessed int    `json:"recordsProcessed"`
+		DownloadURL      struct{ CSV, JSON string }
+		Summary          struct {
+			Result map[string]int `json:"result"`
+			Risk   map[string]int `json:"risk"`
+		} `json:"summary"`
+	}
+	if json.Unmarshal(res[4].Result, &job); !res[4].OK || job.Status != "uploaded" || job.Quantity != 3 || job.RecordsProcessed != 3 ||
+		job.Summary.Result["deliverable"] != 2 || job.Summary.Result["undeliverable"] != 1 || job.Summary.Risk["medium"] != 1 ||
+		!strings.HasSuffix(job.DownloadURL.CSV, "/v4/address/validate/bulk/sdk_list/results.csv") {
+		t.Errorf("multipleValidation.get: %+v %s", res[4], res[4].Result)
+	}
+	if code, _, body := mgGet(t, e.Env, e.user.Key, job.DownloadURL.JSON); code != 200 || !strings.Contains(string(body), `"address":"joe@nx-corp.net"`) {
+		t.Errorf("the SDK's json download_url: %d %s", code, body)
+	}
+	var list struct {
+		Total int              `json:"total"`
+		Jobs  []map[string]any `json:"jobs"`
+	}
+	if json.Unmarshal(res[5].Result, &list); !res[5].OK || list.Total != 1 || len(list.Jobs) != 1 || list.Jobs[0]["id"] != "sdk_list" {
+		t.Errorf("multipleValidation.list: %+v %s", res[5], res[5].Result)
+	}
+	// Then delete it: gone for get.
+	res = append(res, mailgunSDK(t, e, e.user.Key, []map[string]any{
+		{"call": "multipleValidation.destroy", "listId": "sdk_list"},
+		{"call": "multipleValidation.get", "listId": "sdk_list"},
+		{"call": "multipleValidation.get", "listId": "no_such_list"},
+	})...)
+	var destroyed struct {
+		Message string `json:"message"`
+		Status  int    `json:"status"`
+	}
+	if json.Unmarshal(res[6].Result, &destroyed); !res[6].OK || destroyed.Status != 200 || destroyed.Message == "" {
+		t.Errorf("multipleValidation.destroy: %+v %s", res[6], res[6].Result)
+	}
+	for _, r := range res[7:] {
+		if r.OK || r.Status != 404 {
+			t.Errorf("multipleValidation.get of a deleted or unknown list: %+v", r)
+		}
+	}
+}
