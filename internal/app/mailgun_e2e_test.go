@@ -867,7 +867,8 @@ func TestMailgunUnknownRoutesAnswerJSON(t *testing.T) {
 		allow              string
 	}{
 		{"GET", "/v4/address/nothing?address=a@rcpt.example.net", good, 404, ""},
-		{"POST", "/v4/address/validate/bulk/list1", good, 404, ""},
+		{"POST", "/v4/address/validate/bulk/list1", good, 400, ""},
+		{"POST", "/v4/address/nothing/list1", good, 404, ""},
 		{"GET", "/v3/shop.example.com/tags/news/stats", good, 404, ""},
 		{"GET", "/v3", good, 404, ""},
 		{"GET", "/v4/", good, 404, ""},
