@@ -168,7 +168,7 @@ func TestMailgunBulkValidationAPI(t *testing.T) {
 		}
 		// Bad uploads.
 		for _, c := range []struct{ part, body string }{{"list", list}, {"file", ""}, {"file", "email\n"}} {
-			if resp := mgBulkUpload(t, env, alice.Key, "bad_list", c.part, c.body); resp.StatusCode != 400 || resp.JSON["message"] == nil {
+			if resp := mgBulkUpload(t, env, alice.Key, "bad_list", c.part, c.body); resp.StatusCode != 400 || !strings.HasPrefix(resp.JSON["message"].(string), c.part+":") {
 				t.Errorf("upload %s %q: %d %s, want 400", c.part, c.body, resp.StatusCode, resp.Body)
 			}
 		}

@@ -88,7 +88,7 @@ func (s *Server) handleMailgunBulkCreate(w http.ResponseWriter, r *http.Request,
 			return tooLargeOr(err, apperr.Field("body", "The multipart body is malformed."))
 		}
 		if part.FormName() != "file" {
-			continue // Mailgun's other form fields change nothing here
+			return apperr.Field(part.FormName(), "Unknown parameter: upload the list as the part named file.")
 		}
 		if emails, err = ReadAddressList(part, validation.MaxJobLines); err != nil {
 			return err
