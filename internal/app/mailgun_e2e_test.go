@@ -870,6 +870,9 @@ func TestMailgunUnknownRoutesAnswerJSON(t *testing.T) {
 		{"GET", "/v3/lists/pages?limit=10", good, 404, ""},
 		{"POST", "/v4/address/parse", good, 404, ""},
 		{"GET", "/v3/ips/127.0.0.1/domains", good, 404, ""},
+		{"GET", "/v4/address/nothing?address=a@rcpt.example.net", good, 404, ""},
+		{"POST", "/v4/address/validate/bulk/list1", good, 400, ""}, // no file: Mailgun's JSON 400
+		{"POST", "/v4/address/nothing/list1", good, 404, ""},
 		{"GET", "/v3", good, 404, ""},
 		{"GET", "/v4/", good, 404, ""},
 		{"GET", "/v3/domains/shop.example.com/credentials", bad, 401, ""},

@@ -127,7 +127,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (string
 	if err != nil {
 		return "", err
 	}
-	if err := s.rateLimit(w, r, rt.group, p); err != nil {
+	if err := s.rateLimit(w, r, rt, p); err != nil {
 		return p.Login, err
 	}
 	for _, a := range rt.alts {
@@ -175,9 +175,9 @@ func (s *Server) authenticate(r *http.Request) (account.Principal, error) {
 // group's window and sets the X-RateLimit headers on every answer. A
 // failing counter store lets the request through: an outage of the
 // counters should not take the API down with it.
-func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, g group, p account.Principal) error {
+func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, rt route, p account.Principal) error {
 	limit, window, name := s.Limits.DomainPerMinute, time.Minute, "domain"
-	if g == groupValidation {
+	if rt.group == groupValidation || rt.hourly {
 		limit, window, name = s.Limits.ValidationPerHour, time.Hour, "validation"
 	}
 	res, err := s.Limiter.Allow(r.Context(), name+":"+strconv.FormatInt(p.AccountID, 10), limit, window)

@@ -47,6 +47,10 @@ type route struct {
 	// faultsAsSuccess makes 500s use {success:false,message} in the
 	// {error} group: the document gives the send endpoint that shape.
 	faultsAsSuccess bool
+	// hourly counts the route against the validation budget (per hour)
+	// whatever its group: Mailgun's validation routes use Mailgun's auth
+	// and errors but the budget of /api/email/validate.
+	hourly bool
 }
 
 func (s *Server) routeTable() []route {
@@ -135,6 +139,16 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/v3/{domain}/events", group: groupMailgun, scope: account.ScopeLogRead, handler: s.handleMailgunEvents},
 		{method: "GET", path: "/v3/{domain}/events/{token}", group: groupMailgun, scope: account.ScopeLogRead, handler: s.handleMailgunEvents},
 		{method: "GET", path: "/v3/domains", group: groupMailgun, scope: account.ScopeDomains, handler: s.handleMailgunDomains},
+		// Mailgun's validation (mailgun_validate.go).
+		{method: "GET", path: "/v4/address/validate", group: groupMailgun, scope: account.ScopeValidate, handler: s.handleMailgunValidate, hourly: true},
+		{method: "POST", path: "/v4/address/validate", group: groupMailgun, scope: account.ScopeValidate, handler: s.handleMailgunValidate, hourly: true},
+		// Bulk: the requests use the per-minute budget; each address counts
+		// against the validation budget as the job runs (mailgun_bulk.go).
+		{method: "POST", path: "/v4/address/validate/bulk/{list_id}", group: groupMailgun, scope: account.ScopeValidate, handler: s.handleMailgunBulkCreate, maxBody: maxJobBody},
+		{method: "GET", path: "/v4/address/validate/bulk", group: groupMailgun, scope: account.ScopeValidate, handler: s.handleMailgunBulkList},
+		{method: "GET", path: "/v4/address/validate/bulk/{list_id}", group: groupMailgun, scope: account.ScopeValidate, handler: s.handleMailgunBulkGet},
+		{method: "DELETE", path: "/v4/address/validate/bulk/{list_id}", group: groupMailgun, scope: account.ScopeValidate, handler: s.handleMailgunBulkDelete},
+		{method: "GET", path: "/v4/address/validate/bulk/{list_id}/{file}", group: groupMailgun, scope: account.ScopeValidate, handler: s.handleMailgunBulkResults},
 		{method: "GET", path: "/v4/domains", group: groupMailgun, scope: account.ScopeDomains, handler: s.handleMailgunDomains},
 		{method: "GET", path: "/v4/domains/{name}", group: groupMailgun, scope: account.ScopeDomains, handler: s.handleMailgunDomain},
 		// GET /v3/domains/{name} would conflict with /v3/{domain}/events in

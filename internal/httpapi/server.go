@@ -87,6 +87,8 @@ type Server struct {
 	streamsCtx  context.Context
 	stopStreams context.CancelFunc
 	openStreams streamCounter
+	// summaries are the Mailgun summaries of finished validation jobs.
+	summaries bulkSummaries
 }
 
 // New builds the server and its routes.

@@ -101,8 +101,23 @@ func (s ValidationJobs) startJob(ctx context.Context, p validation.NewJob, now t
 				return validation.ErrTooManyJobs
 			}
 		}
-		return q.QueryRowContext(ctx, `INSERT INTO validation_jobs (account_id, status, total, created_at, updated_at, check_mailbox)
-			VALUES ($1, 'loading', $2, $3, $3, $4) RETURNING id`, p.AccountID, len(p.Emails), ms(now), b2i(p.CheckMailbox)).Scan(&id)
+		var name any
+		if p.Name != "" {
+			name = p.Name
+			// A job whose process died while storing its lines must not
+			// hold its name until it is purged.
+			if _, err := q.ExecContext(ctx, `UPDATE validation_jobs SET name = NULL
+				WHERE account_id = $1 AND name = $2 AND status = 'loading' AND created_at < $3`,
+				p.AccountID, p.Name, ms(now.Add(-validation.LoadAbandonedAfter))); err != nil {
+				return err
+			}
+		}
+		err := q.QueryRowContext(ctx, `INSERT INTO validation_jobs (account_id, status, total, created_at, updated_at, check_mailbox, name)
+			VALUES ($1, 'loading', $2, $3, $3, $4, $5) RETURNING id`, p.AccountID, len(p.Emails), ms(now), b2i(p.CheckMailbox), name).Scan(&id)
+		if isUnique(err) {
+			return validation.ErrJobNameTaken
+		}
+		return err
 	})
 	return id, err
 }

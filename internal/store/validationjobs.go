@@ -20,15 +20,17 @@ var _ validation.JobStore = ValidationJobs{}
 func NewValidationJobs(db *DB) ValidationJobs { return ValidationJobs{db: db} }
 
 const jobCols = `id, account_id, status, total, done, valid, invalid, risky, error, waiting_until, created_at, updated_at,
-	check_mailbox, deliverable, undeliverable, risky_deliverability, unknown_deliverability`
+	check_mailbox, deliverable, undeliverable, risky_deliverability, unknown_deliverability, name`
 
 func scanJob(row interface{ Scan(...any) error }) (validation.Job, error) {
 	var j validation.Job
 	var waiting sql.NullInt64
 	var created, updated int64
 	var probe, deliverable, undeliverable, risky, unknown int
+	var name sql.NullString
 	err := row.Scan(&j.ID, &j.AccountID, &j.Status, &j.Total, &j.Done, &j.Valid, &j.Invalid, &j.Risky, &j.Error,
-		&waiting, &created, &updated, &probe, &deliverable, &undeliverable, &risky, &unknown)
+		&waiting, &created, &updated, &probe, &deliverable, &undeliverable, &risky, &unknown, &name)
+	j.Name = name.String
 	j.WaitingUntil, j.CreatedAt, j.UpdatedAt = nullMS(waiting), fromMS(created), fromMS(updated)
 	j.CheckMailbox = probe != 0
 	j.Deliverability = map[string]int{validation.Deliverable: deliverable, validation.Undeliverable: undeliverable,
@@ -41,6 +43,27 @@ func (s ValidationJobs) Job(ctx context.Context, accountID, id int64) (validatio
 	j, err := scanJob(s.db.rd.QueryRowContext(ctx, `SELECT `+jobCols+` FROM validation_jobs
 		WHERE id = $1 AND account_id = $2 AND status <> 'loading'`, id, accountID))
 	return j, notFound(err, "validation job")
+}
+
+// JobNamed implements validation.JobStore.
+func (s ValidationJobs) JobNamed(ctx context.Context, accountID int64, name string) (validation.Job, error) {
+	j, err := scanJob(s.db.rd.QueryRowContext(ctx, `SELECT `+jobCols+` FROM validation_jobs
+		WHERE account_id = $1 AND name = $2 AND status <> 'loading'`, accountID, name))
+	return j, notFound(err, "validation job")
+}
+
+// DropJobName implements validation.JobStore: one statement, so a worker
+// saving results meanwhile cannot bring an open job back.
+func (s ValidationJobs) DropJobName(ctx context.Context, accountID int64, name string, now time.Time) (validation.Job, error) {
+	var id int64
+	err := s.db.w.QueryRowContext(ctx, `UPDATE validation_jobs SET name = NULL, updated_at = $3,
+		status = CASE WHEN status IN ('queued', 'running') THEN 'cancelled' ELSE status END,
+		lease_owner = CASE WHEN status IN ('queued', 'running') THEN NULL ELSE lease_owner END
+		WHERE account_id = $1 AND name = $2 AND status <> 'loading' RETURNING id`, accountID, name, ms(now)).Scan(&id)
+	if err != nil {
+		return validation.Job{}, notFound(err, "validation job")
+	}
+	return s.Job(ctx, accountID, id)
 }
 
 // Jobs implements validation.JobStore.

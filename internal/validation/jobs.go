@@ -36,11 +36,18 @@ const LoadAbandonedAfter = time.Hour
 // maximum of unfinished jobs.
 var ErrTooManyJobs = errors.New("validation: the account has its maximum of unfinished jobs")
 
+// ErrJobNameTaken is the store's answer when the account has a job of
+// that name already.
+var ErrJobNameTaken = errors.New("validation: the account has a job of that name")
+
 // NewJob is a job to create.
 type NewJob struct {
 	AccountID    int64
 	Emails       []string // in input order
 	CheckMailbox bool
+	// Name, when set, names the job for Mailgun's bulk validation (its
+	// list_id): one job per name and account.
+	Name string
 	// MaxOpen is how many unfinished jobs (loading, queued or running)
 	// the account may have, this one included; 0: any number.
 	MaxOpen int
@@ -50,6 +57,7 @@ type NewJob struct {
 // background, in input order, with the account's own history and budget.
 type Job struct {
 	ID, AccountID         int64
+	Name                  string // "" for a job without a name
 	Status                string
 	Total, Done           int
 	Valid, Invalid, Risky int
@@ -81,6 +89,11 @@ type JobStore interface {
 	CreateJob(ctx context.Context, j NewJob, now time.Time) (Job, error)
 	Job(ctx context.Context, accountID, id int64) (Job, error)
 	Jobs(ctx context.Context, accountID int64, limit int) ([]Job, error)
+	// JobNamed is the account's job of that name.
+	JobNamed(ctx context.Context, accountID int64, name string) (Job, error)
+	// DropJobName takes the name off the account's job of that name,
+	// cancelling it when it is not finished.
+	DropJobName(ctx context.Context, accountID int64, name string, now time.Time) (Job, error)
 	// CancelJob cancels a job that is not finished; a finished one is left.
 	CancelJob(ctx context.Context, accountID, id int64, now time.Time) (Job, error)
 	// Items calls fn with every item of a job in input order.
@@ -161,6 +174,12 @@ func NewJobs(st JobStore, v *Validator, budget Budget, cfg JobsConfig) *Jobs {
 // Create queues a job for emails (1 to MaxJobLines, in input order); an
 // account with MaxOpen unfinished jobs gets RateLimited.
 func (j *Jobs) Create(ctx context.Context, accountID int64, emails []string, checkMailbox bool) (Job, error) {
+	return j.CreateNamed(ctx, accountID, "", emails, checkMailbox)
+}
+
+// CreateNamed is Create for a job with a name (none when ""); a name the
+// account's jobs already have is a Conflict.
+func (j *Jobs) CreateNamed(ctx context.Context, accountID int64, name string, emails []string, checkMailbox bool) (Job, error) {
 	switch {
 	case checkMailbox && !j.v.Probing():
 		return Job{}, apperr.Field("check_mailbox", "Mailbox probing is off on this server (the operator turns it on with --validation-smtp-probe).")
@@ -174,8 +193,11 @@ func (j *Jobs) Create(ctx context.Context, accountID int64, emails []string, che
 			return Job{}, apperr.Field(fmt.Sprintf("emails.%d", i), fmt.Sprintf("an address is at most %d bytes", maxInput))
 		}
 	}
-	job, err := j.store.CreateJob(ctx, NewJob{AccountID: accountID, Emails: emails, CheckMailbox: checkMailbox, MaxOpen: j.cfg.MaxOpen},
-		j.cfg.Now().UTC())
+	job, err := j.store.CreateJob(ctx, NewJob{AccountID: accountID, Name: name, Emails: emails, CheckMailbox: checkMailbox,
+		MaxOpen: j.cfg.MaxOpen}, j.cfg.Now().UTC())
+	if errors.Is(err, ErrJobNameTaken) {
+		return Job{}, apperr.Wrap(apperr.Conflict, err, fmt.Sprintf("A list named %s exists already: delete it first.", name))
+	}
 	if errors.Is(err, ErrTooManyJobs) {
 		return Job{}, apperr.Wrap(apperr.RateLimited, err, fmt.Sprintf("An account may have at most %d unfinished list-cleaning jobs "+
 			"(validation-jobs-per-account): wait for one to finish, or cancel one.", j.cfg.MaxOpen))
@@ -186,6 +208,18 @@ func (j *Jobs) Create(ctx context.Context, accountID int64, emails []string, che
 // Get returns the account's job.
 func (j *Jobs) Get(ctx context.Context, accountID, id int64) (Job, error) {
 	return j.store.Job(ctx, accountID, id)
+}
+
+// Named returns the account's job of that name.
+func (j *Jobs) Named(ctx context.Context, accountID int64, name string) (Job, error) {
+	return j.store.JobNamed(ctx, accountID, name)
+}
+
+// DropName takes the name off the account's job of that name, cancelling
+// it when it is not finished: the job stays in Postline's list, the name
+// is free again.
+func (j *Jobs) DropName(ctx context.Context, accountID int64, name string) (Job, error) {
+	return j.store.DropJobName(ctx, accountID, name, j.cfg.Now().UTC())
 }
 
 // List returns the account's newest jobs.

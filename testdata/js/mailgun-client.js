@@ -94,6 +94,32 @@ async function main() {
           result = seen;
           break;
         }
+        case 'validate.get':
+          result = await mg.validate.get(step.address);
+          break;
+        case 'multipleValidation.create':
+          result = await mg.validate.multipleValidation.create(step.listId, { file: { filename: 'list.csv', data: Buffer.from(step.file) } });
+          break;
+        case 'multipleValidation.list': {
+          const page = await mg.validate.multipleValidation.list(step.query || { limit: 100 });
+          result = { total: page.total, jobs: page.jobs.map((j) => ({ ...j })), pages: Object.keys(page.pages || {}) };
+          break;
+        }
+        case 'multipleValidation.get': {
+          // Polls until the list's status is step.until (or 30 s).
+          const deadline = Date.now() + 30000;
+          let job;
+          do {
+            job = await mg.validate.multipleValidation.get(step.listId);
+            if (!step.until || job.status === step.until) break;
+            await new Promise((r) => setTimeout(r, 100));
+          } while (Date.now() < deadline);
+          result = { ...job };
+          break;
+        }
+        case 'multipleValidation.destroy':
+          result = await mg.validate.multipleValidation.destroy(step.listId);
+          break;
         default:
           throw new Error('unknown call ' + step.call);
       }
