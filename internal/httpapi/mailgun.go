@@ -200,7 +200,7 @@ func mailgunRequest(form url.Values, files []sending.Attachment) (sending.Reques
 	req := sending.Request{To: form["to"], Cc: form["cc"], Bcc: form["bcc"], Subject: form.Get("subject"), Text: form.Get("text"),
 		HTML: form.Get("html"), Template: form.Get("template"), TemplateVersion: form.Get("t:version"),
 		Variables: form.Get("t:variables"), RecipientVariables: form.Get("recipient-variables"), Attachments: files, Percent: true,
-		OneMessageID: true}
+		OneMessageID: true, TemplateByTag: true}
 	fe := apperr.FieldErrors{}
 	if from := form.Get("from"); from != "" {
 		if a, err := mail.ParseAddress(from); err == nil {

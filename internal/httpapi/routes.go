@@ -169,9 +169,28 @@ func (s *Server) routeTable() []route {
 		// /v3/{domain}/tags/{tag}/stats would overlap the GET of one id
 		// and must then be dispatched likewise.
 		{method: "POST", path: "/v3/domains/{domain}/webhooks", group: groupMailgun, scope: account.ScopeWebhooks, handler: s.handleMailgunWebhookCreate},
-		{method: "GET", path: "/v3/domains/{domain}/webhooks/{id}", group: groupMailgun, scope: account.ScopeWebhooks, handler: s.handleMailgunWebhookGet},
+		{method: "GET", path: "/v3/domains/{domain}/webhooks/{id}", group: groupMailgun, scope: account.ScopeWebhooks, handler: s.handleMailgunWebhookGet,
+			alts: []alt{s.mgTemplateVersionsRoute()}},
 		{method: "PUT", path: "/v3/domains/{domain}/webhooks/{id}", group: groupMailgun, scope: account.ScopeWebhooks, handler: s.handleMailgunWebhookUpdate},
 		{method: "DELETE", path: "/v3/domains/{domain}/webhooks/{id}", group: groupMailgun, scope: account.ScopeWebhooks, handler: s.handleMailgunWebhookDelete},
+
+		// Mailgun's templates (mailgun_templates.go). GET of a template's
+		// versions overlaps GET /v3/domains/{domain}/webhooks/{id}, so it
+		// is an alt of the general GET /v3/{a}/{b}/{c}/{d} (where
+		// /v3/{domain}/tags/{tag}/stats goes too) and, for a domain named
+		// "domains", of the webhook route.
+		{method: "POST", path: "/v3/{domain}/templates", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplateCreate, maxBody: maxTemplateBody},
+		{method: "GET", path: "/v3/{domain}/templates", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplates},
+		{method: "DELETE", path: "/v3/{domain}/templates", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplatesDelete},
+		{method: "GET", path: "/v3/{domain}/templates/{name}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplate},
+		{method: "PUT", path: "/v3/{domain}/templates/{name}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplateUpdate},
+		{method: "DELETE", path: "/v3/{domain}/templates/{name}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplateDelete},
+		{method: "GET", path: "/v3/{domain}/{kind}/{name}/{sub}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGNoRoute,
+			alts: []alt{s.mgTemplateVersionsAlt()}},
+		{method: "POST", path: "/v3/{domain}/templates/{name}/versions", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplateVersionCreate, maxBody: maxTemplateBody},
+		{method: "GET", path: "/v3/{domain}/templates/{name}/versions/{tag}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplateVersion},
+		{method: "PUT", path: "/v3/{domain}/templates/{name}/versions/{tag}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplateVersionUpdate, maxBody: maxTemplateBody},
+		{method: "DELETE", path: "/v3/{domain}/templates/{name}/versions/{tag}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplateVersionDelete},
 
 		{method: "POST", path: "/api/domains", group: groupDomain, scope: account.ScopeDomains, handler: s.handleCreateDomain},
 		{method: "GET", path: "/api/domains", group: groupDomain, scope: account.ScopeDomains, handler: s.handleListDomains},

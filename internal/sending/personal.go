@@ -17,6 +17,7 @@ import (
 // TemplateLoader finds a domain's stored template (templates.Service).
 type TemplateLoader interface {
 	Load(ctx context.Context, domainID int64, name string, version int) (templates.Template, *templates.Compiled, error)
+	LoadTag(ctx context.Context, domainID int64, name, tag string) (templates.Template, *templates.Compiled, error)
 }
 
 // DefaultMaxSchedule is how far ahead deliver_at may be by default.
@@ -90,29 +91,11 @@ func (s *Service) personalise(ctx context.Context, domainID int64, r *Request, n
 		}
 		return p, nil
 	case r.Template != "":
-		if r.Subject != "" || r.Text != "" || r.HTML != "" {
-			return p, apperr.Field("template", "Give either a template or subject, text and html, not both.")
-		}
-		version := 0
-		if v := strings.TrimSpace(r.TemplateVersion); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return p, apperr.Field("template_version", "The template_version field must be a version number (1, 2, ...).")
-			}
-			version = n
-		}
-		if s.cfg.Templates == nil {
-			return p, apperr.Field("template", "Templates are not available.")
-		}
-		t, c, err := s.cfg.Templates.Load(ctx, domainID, r.Template, version)
-		if apperr.CodeOf(err) == apperr.NotFound {
-			return p, apperr.Field("template", err.Error())
-		}
+		c, err := s.loadTemplate(ctx, domainID, r)
 		if err != nil {
 			return p, err
 		}
 		p.compiled = c
-		r.Subject, r.HTML, r.Text = t.Subject, t.HTML, t.Text
 	case r.TemplateVersion != "":
 		return p, apperr.Field("template_version", "The template_version field needs a template.")
 	case p.vars != nil || p.perRecipient != nil:
@@ -131,6 +114,48 @@ func (s *Service) personalise(ctx context.Context, domainID int64, r *Request, n
 		r.Subject, r.HTML, r.Text = out.Subject, out.HTML, out.Text
 	}
 	return p, nil
+}
+
+// loadTemplate reads the request's template into its subject, html and
+// text, and returns its compiled form.
+func (s *Service) loadTemplate(ctx context.Context, domainID int64, r *Request) (*templates.Compiled, error) {
+	subject := ""
+	if r.TemplateByTag {
+		subject, r.Subject = r.Subject, ""
+	}
+	if r.Subject != "" || r.Text != "" || r.HTML != "" {
+		return nil, apperr.Field("template", "Give either a template or subject, text and html, not both.")
+	}
+	if s.cfg.Templates == nil {
+		return nil, apperr.Field("template", "Templates are not available.")
+	}
+	var t templates.Template
+	var c *templates.Compiled
+	var err error
+	switch v := strings.TrimSpace(r.TemplateVersion); {
+	case r.TemplateByTag && v != "":
+		t, c, err = s.cfg.Templates.LoadTag(ctx, domainID, r.Template, v)
+	case v != "":
+		n, nerr := strconv.Atoi(v)
+		if nerr != nil || n < 1 {
+			return nil, apperr.Field("template_version", "The template_version field must be a version number (1, 2, ...).")
+		}
+		t, c, err = s.cfg.Templates.Load(ctx, domainID, r.Template, n)
+	default:
+		t, c, err = s.cfg.Templates.Load(ctx, domainID, r.Template, 0)
+	}
+	if apperr.CodeOf(err) == apperr.NotFound {
+		return nil, apperr.Field("template", err.Error())
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.Subject, r.HTML, r.Text = t.Subject, t.HTML, t.Text
+	if subject != "" {
+		r.Subject = subject
+		return c.WithSubject(subject)
+	}
+	return c, nil
 }
 
 // deliverAt reads a deliver_at value: zero for none or a time already

@@ -34,6 +34,9 @@ type Request struct {
 	// Template names a stored template (its active version, or
 	// TemplateVersion) used instead of Subject, Text and HTML.
 	Template, TemplateVersion string
+	// TemplateByTag (Mailgun's sends): TemplateVersion is a version's tag
+	// (t:version), and a Subject given replaces the template's.
+	TemplateByTag bool
 	// Variables is a JSON object the template is rendered with;
 	// RecipientVariables, a JSON object of such objects keyed by
 	// recipient, makes one message per recipient.

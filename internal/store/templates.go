@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 
 	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/templates"
@@ -17,14 +18,15 @@ var _ templates.Store = Templates{}
 // NewTemplates returns the template store.
 func NewTemplates(db *DB) Templates { return Templates{db: db} }
 
-const templateCols = `id, domain_id, name, version, subject, html, text, strict, created_at`
+const templateCols = `id, domain_id, name, version, subject, html, text, strict, created_at, tag, comment, description, active`
 
 func scanTemplate(row interface{ Scan(...any) error }, extra ...any) (templates.Template, error) {
 	var t templates.Template
-	var strict int
+	var strict, active int
 	var created int64
-	err := row.Scan(append([]any{&t.ID, &t.DomainID, &t.Name, &t.Version, &t.Subject, &t.HTML, &t.Text, &strict, &created}, extra...)...)
-	t.Strict, t.CreatedAt = strict != 0, fromMS(created)
+	err := row.Scan(append([]any{&t.ID, &t.DomainID, &t.Name, &t.Version, &t.Subject, &t.HTML, &t.Text, &strict, &created,
+		&t.Tag, &t.Comment, &t.Description, &active}, extra...)...)
+	t.Strict, t.CreatedAt, t.Active = strict != 0, fromMS(created), active != 0
 	return t, err
 }
 
@@ -38,10 +40,38 @@ func (s Templates) lockDomain(ctx context.Context, q Querier, domainID int64) er
 	return err
 }
 
+// insert stores a version. A version without a tag is tagged with its
+// number (or the number and a suffix when a Mailgun tag took that); a
+// tag the name has is a Conflict. An active version makes the others
+// inactive.
 func (s Templates) insert(ctx context.Context, q Querier, t *templates.Template) error {
-	return q.QueryRowContext(ctx, `INSERT INTO templates (domain_id, name, version, subject, html, text, strict, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`, t.DomainID, t.Name, t.Version, t.Subject, t.HTML, t.Text,
-		b2i(t.Strict), ms(t.CreatedAt)).Scan(&t.ID)
+	explicit := t.Tag != ""
+	if !explicit {
+		t.Tag = strconv.Itoa(t.Version)
+	}
+	for i := 1; ; i++ {
+		var n int
+		if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM templates WHERE domain_id = $1 AND name = $2 AND tag = $3`,
+			t.DomainID, t.Name, t.Tag).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		if explicit {
+			return apperr.Errorf(apperr.Conflict, "Template %s has a version tagged %s.", t.Name, t.Tag)
+		}
+		t.Tag = fmt.Sprintf("%d-%d", t.Version, i)
+	}
+	if t.Active {
+		if _, err := q.ExecContext(ctx, `UPDATE templates SET active = 0 WHERE domain_id = $1 AND name = $2`, t.DomainID, t.Name); err != nil {
+			return err
+		}
+	}
+	return q.QueryRowContext(ctx, `INSERT INTO templates (domain_id, name, version, subject, html, text, strict, created_at,
+		tag, comment, description, active)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`, t.DomainID, t.Name, t.Version, t.Subject, t.HTML, t.Text,
+		b2i(t.Strict), ms(t.CreatedAt), t.Tag, t.Comment, t.Description, b2i(t.Active)).Scan(&t.ID)
 }
 
 // CreateTemplate implements templates.Store.
@@ -61,7 +91,7 @@ func (s Templates) CreateTemplate(ctx context.Context, t templates.Template, max
 		if n >= max {
 			return apperr.Field("name", fmt.Sprintf("A domain may have at most %d templates.", max))
 		}
-		t.Version = 1
+		t.Version, t.Active = 1, true
 		return s.insert(ctx, q, &t)
 	})
 	if _, ok := apperr.As(err); ok {
@@ -80,10 +110,12 @@ func (s Templates) AddVersion(ctx context.Context, t templates.Template, max int
 			return err
 		}
 		var last sql.NullInt64
-		if err := q.QueryRowContext(ctx, `SELECT MAX(version) FROM templates WHERE domain_id = $1 AND name = $2`,
-			t.DomainID, t.Name).Scan(&last); err != nil {
+		var desc sql.NullString
+		if err := q.QueryRowContext(ctx, `SELECT MAX(version), MAX(description) FROM templates WHERE domain_id = $1 AND name = $2`,
+			t.DomainID, t.Name).Scan(&last, &desc); err != nil {
 			return err
 		}
+		t.Description = desc.String
 		if !last.Valid {
 			return apperr.Errorf(apperr.NotFound, "template not found")
 		}
@@ -104,7 +136,7 @@ func (s Templates) Template(ctx context.Context, domainID int64, name string, ve
 	q := `SELECT ` + templateCols + ` FROM templates WHERE domain_id = $1 AND name = $2 AND version = $3`
 	args := []any{domainID, name, version}
 	if version == 0 {
-		q = `SELECT ` + templateCols + ` FROM templates WHERE domain_id = $1 AND name = $2 ORDER BY version DESC LIMIT 1`
+		q = `SELECT ` + templateCols + ` FROM templates WHERE domain_id = $1 AND name = $2 ORDER BY active DESC, version DESC LIMIT 1`
 		args = args[:2]
 	}
 	t, err := scanTemplate(s.db.rd.QueryRowContext(ctx, q, args...))
@@ -114,7 +146,8 @@ func (s Templates) Template(ctx context.Context, domainID int64, name string, ve
 // ListTemplates implements templates.Store.
 func (s Templates) ListTemplates(ctx context.Context, domainID int64) ([]templates.Template, error) {
 	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+templateCols+`, n FROM templates t
-		JOIN (SELECT name AS vname, MAX(version) AS v, COUNT(*) AS n FROM templates WHERE domain_id = $1 GROUP BY name) m
+		JOIN (SELECT name AS vname, COALESCE(MAX(CASE WHEN active = 1 THEN version END), MAX(version)) AS v, COUNT(*) AS n
+			FROM templates WHERE domain_id = $1 GROUP BY name) m
 		ON m.vname = t.name AND m.v = t.version WHERE t.domain_id = $1 ORDER BY t.name`, domainID)
 	if err != nil {
 		return nil, notFound(err, "templates")

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("Members", func(t *testing.T) { t.Parallel(); testMembers(t, open(t)) })
 	t.Run("ProbeWrite", func(t *testing.T) { t.Parallel(); testProbeWrite(t, open(t)) })
 	t.Run("Templates", func(t *testing.T) { t.Parallel(); testTemplates(t, open(t)) })
+	t.Run("TemplateTags", func(t *testing.T) { t.Parallel(); testTemplateTags(t, open(t)) })
 	t.Run("TemplatesConcurrent", func(t *testing.T) { t.Parallel(); testTemplatesConcurrent(t, open(t)) })
 	t.Run("Webhooks", func(t *testing.T) { t.Parallel(); testWebhooks(t, open(t)) })
 	t.Run("MailgunWebhooks", func(t *testing.T) { t.Parallel(); testMailgunWebhooks(t, open(t)) })

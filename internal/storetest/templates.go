@@ -38,7 +38,7 @@ func testTemplates(t *testing.T, db *store.DB) {
 		t.Fatalf("another domain's template of the same name = %+v, %v", bobs, err)
 	}
 	later := tpl(alice.ID, "welcome", "Hi {{name}}", false)
-	later.CreatedAt = now.Add(time.Minute)
+	later.CreatedAt, later.Active = now.Add(time.Minute), true
 	v2, err := s.AddVersion(ctx, later, 10)
 	if err != nil || v2.Version != 2 || v2.ID == v1.ID {
 		t.Fatalf("AddVersion = %+v, %v; want version 2, a new row", v2, err)
@@ -173,5 +173,73 @@ func testTemplatesConcurrent(t *testing.T, db *store.DB) {
 			t.Fatalf("concurrent AddVersion gave versions %v; want each of 2..%d once", versions, writers+1)
 		}
 		seen[v] = true
+	}
+}
+
+// testTemplateTags: versions have tags (their number unless given, a
+// given one unique per name), one active version is what version 0
+// gives, a version changes in place, and the active one cannot be
+// deleted; another domain's calls reach none of it.
+func testTemplateTags(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	s := store.NewTemplates(db)
+	_, alice := NewDomainRow(t, db, "alice", "alice.example")
+	_, bob := NewDomainRow(t, db, "bob", "bob.example")
+	v1, err := s.CreateTemplate(ctx, templates.Template{DomainID: alice.ID, Name: "news", Subject: "s1", HTML: "h1", Text: "t1",
+		Description: "Newsletter", CreatedAt: now}, 10)
+	if err != nil || v1.Tag != "1" || !v1.Active {
+		t.Fatalf("CreateTemplate = %+v, %v; want tag 1, active", v1, err)
+	}
+	v2, err := s.AddVersion(ctx, templates.Template{DomainID: alice.ID, Name: "news", Tag: "draft", Subject: "s2", HTML: "h2",
+		Text: "t2", Comment: "try", CreatedAt: now}, 10)
+	if err != nil || v2.Tag != "draft" || v2.Active || v2.Description != "Newsletter" {
+		t.Fatalf("AddVersion(draft) = %+v, %v; want inactive, the description kept", v2, err)
+	}
+	if _, err := s.AddVersion(ctx, templates.Template{DomainID: alice.ID, Name: "news", Tag: "draft", Subject: "x", CreatedAt: now}, 10); apperr.CodeOf(err) != apperr.Conflict {
+		t.Fatalf("a second version tagged draft = %v, want conflict", err)
+	}
+	if got, err := s.Template(ctx, alice.ID, "news", 0); err != nil || got.ID != v1.ID {
+		t.Fatalf("Template(version 0) = %+v, %v; want the active version 1, not the newer draft", got, err)
+	}
+	up, err := s.UpdateVersion(ctx, templates.Template{DomainID: alice.ID, Name: "news", Tag: "draft", Subject: "s2b", HTML: "h2b",
+		Text: "t2b", Comment: "final", Active: true})
+	if err != nil || up.ID != v2.ID || up.HTML != "h2b" || up.Comment != "final" || !up.Active {
+		t.Fatalf("UpdateVersion = %+v, %v", up, err)
+	}
+	if got, err := s.Template(ctx, alice.ID, "news", 0); err != nil || got.ID != v2.ID || got.Subject != "s2b" {
+		t.Fatalf("after activating draft, Template(version 0) = %+v, %v", got, err)
+	}
+	if err := s.DeleteVersion(ctx, alice.ID, "news", "draft"); apperr.CodeOf(err) != apperr.Invalid {
+		t.Fatalf("deleting the active version = %v, want invalid", err)
+	}
+	if err := s.DeleteVersion(ctx, bob.ID, "news", "1"); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("Bob deleting Alice's version = %v, want not_found", err)
+	}
+	if err := s.SetDescription(ctx, bob.ID, "news", "x"); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("Bob describing Alice's template = %v, want not_found", err)
+	}
+	if err := s.DeleteVersion(ctx, alice.ID, "news", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetDescription(ctx, alice.ID, "news", "Weekly"); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.Versions(ctx, alice.ID, "news")
+	if err != nil || len(list) != 1 || list[0].Tag != "draft" || list[0].Description != "Weekly" {
+		t.Fatalf("Versions = %+v, %v; want draft alone, described Weekly", list, err)
+	}
+	// Postline's next version is numbered 3 and tagged so.
+	v3, err := s.AddVersion(ctx, templates.Template{DomainID: alice.ID, Name: "news", Subject: "s3", Text: "t3", Active: true, CreatedAt: now}, 10)
+	if err != nil || v3.Version != 3 || v3.Tag != "3" {
+		t.Fatalf("AddVersion = %+v, %v; want version 3 tagged 3", v3, err)
+	}
+	if got, err := s.TemplateByTag(ctx, alice.ID, "news", "3"); err != nil || got.ID != v3.ID {
+		t.Fatalf("TemplateByTag(3) = %+v, %v", got, err)
+	}
+	if err := s.DeleteAllTemplates(ctx, alice.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Versions(ctx, alice.ID, "news"); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("after DeleteAllTemplates, Versions = %v, want not_found", err)
 	}
 }

@@ -37,6 +37,11 @@ type Template struct {
 	CreatedAt time.Time
 	// Versions is how many versions the name has (lists only).
 	Versions int
+	// Tag names the version (Mailgun's t:version; Postline's versions are
+	// tagged with their number), Comment describes it; Description is the
+	// template's. Active marks the version sends use.
+	Tag, Comment, Description string
+	Active                    bool
 }
 
 // Store keeps templates. Versions are rows that never change.
@@ -47,11 +52,12 @@ type Store interface {
 	// AddVersion stores the next version of an existing name (NotFound
 	// when there is none; Invalid past max versions).
 	AddVersion(ctx context.Context, t Template, max int) (Template, error)
-	// Template returns a version; version 0 is the newest (the active one).
+	// Template returns a version; version 0 is the active one.
 	Template(ctx context.Context, domainID int64, name string, version int) (Template, error)
 	// ListTemplates returns the newest version of each name, by name.
 	ListTemplates(ctx context.Context, domainID int64) ([]Template, error)
 	DeleteTemplate(ctx context.Context, domainID int64, name string) error
+	MailgunStore
 }
 
 // Service is the templates capability.
@@ -60,7 +66,7 @@ type Service struct {
 	now   func() time.Time
 
 	mu       sync.Mutex
-	compiled map[int64]*Compiled // by row id: versions never change
+	compiled map[int64]compiledEntry // by row id
 }
 
 // NewService returns a Service; now may be nil.
@@ -68,7 +74,13 @@ func NewService(st Store, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: st, now: now, compiled: map[int64]*Compiled{}}
+	return &Service{store: st, now: now, compiled: map[int64]compiledEntry{}}
+}
+
+// compiledEntry is a version's compiled form and the content it has.
+type compiledEntry struct {
+	c                   *Compiled
+	subject, html, text string
 }
 
 // Input is what a create or update gives.
@@ -131,7 +143,7 @@ func (s *Service) Update(ctx context.Context, domainID int64, name string, in In
 		return Template{}, err
 	}
 	t, err := s.store.AddVersion(ctx, Template{DomainID: domainID, Name: name, Subject: in.Subject, HTML: in.HTML,
-		Text: in.Text, Strict: in.Strict, CreatedAt: s.now()}, MaxVersions)
+		Text: in.Text, Strict: in.Strict, CreatedAt: s.now(), Active: true}, MaxVersions)
 	if err == nil {
 		s.keep(t, c)
 	}
@@ -157,20 +169,29 @@ func (s *Service) Delete(ctx context.Context, domainID int64, name string) error
 	return notFound(s.store.DeleteTemplate(ctx, domainID, name), name)
 }
 
-// Load returns a version and its compiled form, compiled once per version
-// (a version's row never changes, so its id is the key).
+// Load returns a version and its compiled form, compiled once per
+// version's content.
 func (s *Service) Load(ctx context.Context, domainID int64, name string, version int) (Template, *Compiled, error) {
 	t, err := s.Get(ctx, domainID, name, version)
 	if err != nil {
 		return t, nil, err
 	}
+	return s.compiledFor(t)
+}
+
+// compiledFor returns t with its compiled form, from the cache when it
+// holds t's content.
+func (s *Service) compiledFor(t Template) (Template, *Compiled, error) {
 	s.mu.Lock()
-	c, ok := s.compiled[t.ID]
+	e, ok := s.compiled[t.ID]
 	s.mu.Unlock()
-	if ok {
-		return t, c, nil
+	// A Mailgun version's content can change in place: the entry serves
+	// only the content it was compiled from.
+	if ok && e.subject == t.Subject && e.html == t.HTML && e.text == t.Text {
+		return t, e.c, nil
 	}
-	if c, err = Compile(t.Subject, t.HTML, t.Text, t.Strict); err != nil {
+	c, err := Compile(t.Subject, t.HTML, t.Text, t.Strict)
+	if err != nil {
 		return t, nil, err
 	}
 	s.keep(t, c)
@@ -183,9 +204,9 @@ func (s *Service) keep(t Template, c *Compiled) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.compiled) >= maxCompiledEntries {
-		s.compiled = map[int64]*Compiled{}
+		s.compiled = map[int64]compiledEntry{}
 	}
-	s.compiled[t.ID] = c
+	s.compiled[t.ID] = compiledEntry{c: c, subject: t.Subject, html: t.HTML, text: t.Text}
 }
 
 func notFound(err error, name string) error {

@@ -69,6 +69,38 @@ async function main() {
           result = { id: wh.id, url: wh.url, urls: wh.urls };
           break;
         }
+        case 'templates.create':
+          result = await mg.domains.domainTemplates.create(step.domain, step.data);
+          break;
+        case 'templates.list': {
+          const page = await mg.domains.domainTemplates.list(step.domain, step.query || {});
+          result = { items: page.items.map((it) => ({ ...it })), pages: page.pages };
+          break;
+        }
+        case 'templates.get':
+          result = await mg.domains.domainTemplates.get(step.domain, step.name, step.query);
+          break;
+        case 'templates.update':
+          result = await mg.domains.domainTemplates.update(step.domain, step.name, step.data);
+          break;
+        case 'templates.destroy':
+          result = await mg.domains.domainTemplates.destroy(step.domain, step.name);
+          break;
+        case 'templates.createVersion':
+          result = await mg.domains.domainTemplates.createVersion(step.domain, step.name, step.data);
+          break;
+        case 'templates.listVersions':
+          result = await mg.domains.domainTemplates.listVersions(step.domain, step.name, step.query);
+          break;
+        case 'templates.getVersion':
+          result = await mg.domains.domainTemplates.getVersion(step.domain, step.name, step.tag);
+          break;
+        case 'templates.updateVersion':
+          result = await mg.domains.domainTemplates.updateVersion(step.domain, step.name, step.tag, step.data);
+          break;
+        case 'templates.destroyVersion':
+          result = await mg.domains.domainTemplates.destroyVersion(step.domain, step.name, step.tag);
+          break;
         case 'events.get':
           result = await mg.events.get(step.domain, step.query || {});
           break;
