@@ -19,7 +19,7 @@ func (s *Service) SetPoolCheck(hasPool func(name string) bool) { s.hasPool = has
 func (s *Service) SetPool(ctx context.Context, login, pool string) (Account, error) {
 	pool = strings.TrimSpace(pool)
 	if pool != "" && (s.hasPool == nil || !s.hasPool(pool)) {
-		return Account{}, apperr.Field("delivery.pool", fmt.Sprintf("no egress pool named %q in the egress file", pool))
+		return Account{}, apperr.Field("delivery.pool", fmt.Sprintf("no egress pool named %.64q in the egress file", pool))
 	}
 	a, err := s.User(ctx, login)
 	if err != nil {

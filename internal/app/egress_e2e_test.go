@@ -245,6 +245,15 @@ entries = [{name = "ip-3"}]
 		if r := patch(op, "nope"); r.StatusCode != 422 || !strings.Contains(string(r.Body), "delivery.pool") || !strings.Contains(string(r.Body), `\"nope\"`) {
 			t.Errorf("unknown pool: %d %s, want 422 naming delivery.pool and nope", r.StatusCode, r.Body)
 		}
+		// A long name is refused without being echoed whole.
+		if r := patch(op, strings.Repeat("p", 100000)); r.StatusCode != 422 || len(r.Body) > 1000 {
+			t.Errorf("a 100,000-byte pool name: %d, %d bytes of answer; want 422 in under 1,000 bytes", r.StatusCode, len(r.Body))
+		}
+		if r := e.Do(apitest.Request{Method: "PATCH", Path: "/api/domains/shop.example.com/delivery", Auth: e.user.Auth(),
+			Body: map[string]any{"pool": strings.Repeat("p", 100000)}}); r.StatusCode != 422 || len(r.Body) > 1000 {
+			t.Errorf("a domain's 100,000-byte pool name: %d, %d bytes of answer; want 422 in under 1,000 bytes", r.StatusCode,
+				len(r.Body))
+		}
 		r := patch(op, "two")
 		if r.StatusCode != 200 || !strings.Contains(string(r.Body), `"delivery":{"pool":"two"}`) {
 			t.Fatalf("PATCH alice's pool: %d %s", r.StatusCode, r.Body)

@@ -315,6 +315,18 @@ func TestQueueControlAPIErrors(t *testing.T) {
 		{"POST", "/api/admin/queue/suspensions", map[string]any{"site": " "}, 422, "site"},
 		{"POST", "/api/admin/queue/suspensions", map[string]any{"site": "x", "reason": strings.Repeat("r", 501)}, 422, "reason"},
 		{"POST", "/api/admin/queue/bounce", map[string]any{"domain": "shop.example.com"}, 422, "reason"},
+		// A reason is one line of text: it is logged, sent in webhooks and
+		// printed by the CLI, where CR/LF would forge lines and escapes
+		// drive the terminal.
+		{"POST", "/api/admin/queue/suspensions", map[string]any{"site": "x", "reason": "ok\r\nforged: line"}, 422, "reason"},
+		{"POST", "/api/admin/queue/suspensions", map[string]any{"site": "x", "reason": "red \x1b[31m"}, 422, "reason"},
+		{"POST", "/api/admin/queue/bounce", map[string]any{"domain": "shop.example.com", "reason": "a\nb"}, 422, "reason"},
+		{"POST", "/api/admin/queue/bounce", map[string]any{"domain": "shop.example.com", "reason": strings.Repeat("r", 501)}, 422,
+			"reason"},
+		// Too long for a duration: the bound, not a wrapped value.
+		{"POST", "/api/admin/queue/suspensions", map[string]any{"site": "x", "duration": "213504 days"}, 422, "duration"},
+		{"POST", "/api/admin/queue/suspensions", map[string]any{"site": "x", "duration": 5}, 422, "duration"},
+		{"POST", "/api/admin/queue/suspensions", map[string]any{"site": "x", "duration": "-5m"}, 422, "duration"},
 		{"POST", "/api/admin/queue/bounce", map[string]any{"reason": "all of it"}, 422, "selector"},
 		{"POST", "/api/admin/queue/retry", map[string]any{"site": "a", "domain": "b"}, 422, "site"},
 		{"GET", "/api/admin/queue?by=tenant", nil, 422, "by"},

@@ -237,7 +237,7 @@ func (t *Transport) mxTLS(ctx context.Context, dc *deadlineConn, s *session, tg 
 
 // newClient wraps nc in a go-smtp client bounded by CommandTimeout.
 func (t *Transport) newClient(nc net.Conn) *smtp.Client {
-	c := smtp.NewClient(nc)
+	c := smtp.NewClient(&replyLimitConn{Conn: nc})
 	c.CommandTimeout = t.cfg.CommandTimeout
 	c.SubmissionTimeout = t.cfg.CommandTimeout
 	return c
@@ -247,6 +247,10 @@ func (t *Transport) newClient(nc net.Conn) *smtp.Client {
 // nothing is buffered), upgrades it and returns a client on the TLS
 // connection that has said EHLO again (RFC 3207 §4.2).
 func (t *Transport) startTLS(ctx context.Context, dc *deadlineConn, cfg *tls.Config, helo string) (*smtp.Client, error) {
+	// One deadline for the STARTTLS reply and the handshake together: the
+	// per-read deadline alone would let a server trickle them out forever.
+	// The new client's EHLO sets and clears its own.
+	dc.SetDeadline(time.Now().Add(t.cfg.CommandTimeout))
 	return upgrade(ctx, dc, cfg, t.newClient, helo)
 }
 
@@ -264,7 +268,7 @@ func upgrade(ctx context.Context, conn net.Conn, cfg *tls.Config, newClient func
 	}
 	// One byte at a time, so nothing past the reply (the server's TLS
 	// records, once the handshake starts) is ever read into a buffer.
-	r := textproto.NewReader(bufio.NewReaderSize(oneByteReader{conn}, 16))
+	r := textproto.NewReader(bufio.NewReaderSize(oneByteReader{&replyLimitConn{Conn: conn}}, 16))
 	if _, _, err := r.ReadResponse(220); err != nil {
 		var pe *textproto.Error
 		if errors.As(err, &pe) {

@@ -364,7 +364,7 @@ func (s *Service) SetDelivery(ctx context.Context, d Domain, del Delivery, trust
 func (s *Service) checkDelivery(fe apperr.FieldErrors, del *Delivery, trusted bool) {
 	del.Pool = strings.TrimSpace(del.Pool)
 	if del.Pool != "" && (s.cfg.HasPool == nil || !s.cfg.HasPool(del.Pool)) {
-		fe.Add("delivery.pool", fmt.Sprintf("no egress pool named %q in the egress file", del.Pool))
+		fe.Add("delivery.pool", fmt.Sprintf("no egress pool named %.64q in the egress file", del.Pool))
 	}
 	switch del.Mode {
 	case ModeDirect:

@@ -170,6 +170,10 @@ func TestNoPolicy(t *testing.T) {
 		{name: "not text/plain", resp: &mtaststest.Response{Body: enforce, ContentType: "text/html"}, wantFetches: 1},
 		{name: "body past 64 KiB", resp: &mtaststest.Response{Body: enforce + strings.Repeat("x: y\n", 14000)}, wantFetches: 1},
 		{name: "unparsable policy", resp: &mtaststest.Response{Body: "version: STSv1\nmode: enforce\n"}, wantFetches: 1},
+		// A body that never ends, slowly (under 64 KiB): the fetch's
+		// timeout ends it, and Policy answers.
+		{name: "body that never ends", resp: &mtaststest.Response{Body: enforce, Endless: true}, wantFetches: 1,
+			mod: func(c *mtasts.Config) { c.Timeout = time.Second }},
 		// The handshake fails before any request.
 		{name: "certificate from an untrusted CA", mod: func(c *mtasts.Config) { c.RootCAs = smtptest.NewCA(t).Pool() }},
 		// Never connected: mta-sts.example.test is at 127.0.0.1.

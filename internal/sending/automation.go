@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/postline/postline/internal/delivery"
 	"github.com/postline/postline/internal/shaping"
@@ -102,8 +104,42 @@ func ReplyOf(res delivery.Result, err error) (line string, internal bool) {
 	if enhanced != "" {
 		parts = append(parts, enhanced)
 	}
-	parts = append(parts, strings.Join(strings.Fields(msg), " "))
+	parts = append(parts, strings.Join(strings.Fields(printable(msg)), " "))
 	return strings.Join(parts, " "), internal
+}
+
+// printable replaces control characters (a remote server's escape
+// sequences, which the CLI would print to the operator's terminal) with
+// spaces.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// Bounds of what an action keeps of the reply that put it in force: the
+// whole reply (up to delivery's 32 KiB) is matched, but the suspension's
+// reason is at most 500 bytes (package suspend), and logs and the
+// operator's pages need only its start.
+const (
+	maxActionReply  = 300
+	maxActionReason = 500
+)
+
+// clip shortens s to at most n bytes, on a character boundary, marking
+// the cut with "...".
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // Observe matches r against its rules and puts in force the actions of
@@ -165,9 +201,10 @@ func (a *Automation) apply(ctx context.Context, r Reply, rule shaping.Rule, act 
 	if sp, ok := a.cfg.Suspensions.Holding(ctx, kind, value); ok && sp.Rule == rule.ID && sp.Action == act.String() {
 		return // in force already, put there by this process or another
 	}
+	reply := clip(r.Line, maxActionReply)
 	sp, err := a.cfg.Suspensions.Suspend(ctx, suspend.Request{Kind: kind, Value: value, Duration: rule.Duration,
-		Reason: fmt.Sprintf("automation rule %s (%s) matched %q", rule.ID, rule.Origin, r.Line), By: suspend.ByAutomation,
-		Action: act.String(), Rule: rule.ID, Reply: r.Line})
+		Reason: clip(fmt.Sprintf("automation rule %s (%s) matched %q", rule.ID, rule.Origin, reply), maxActionReason),
+		By:     suspend.ByAutomation, Action: act.String(), Rule: rule.ID, Reply: reply})
 	if err != nil {
 		a.cfg.Logger.Error("shaping: an automation action could not be put in force", "site", r.Site, "action", act.String(),
 			"rule", rule.ID, "error", err)
@@ -178,7 +215,7 @@ func (a *Automation) apply(ctx context.Context, r Reply, rule shaping.Rule, act 
 	a.known[sp.ID] = sp
 	a.mu.Unlock()
 	a.cfg.Logger.Warn("shaping: automation action in force", "site", r.Site, "action", act.String(), "target", value,
-		"rule", rule.ID, "origin", rule.Origin, "reply", r.Line, "until", sp.Until)
+		"rule", rule.ID, "origin", rule.Origin, "reply", reply, "until", sp.Until)
 }
 
 // claim reports whether this process may put the action key in force

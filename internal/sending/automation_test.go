@@ -103,6 +103,41 @@ duration = "3s"
 	}
 }
 
+// A matching reply of any length puts the rule's action in force: the
+// reply is matched whole, the suspension keeps its start (the reason is
+// bounded), and escape sequences a server puts in it never reach the
+// operator's terminal.
+func TestAutomationLongReply(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rules := automationRules(t, `[["slow.example".automation]]
+regex = "TS01.*end of the long reply"
+action = "Suspend"
+duration = "1h"
+`)
+	b := newAutomation(t)
+	site := "mx.slow.example"
+	long := "421 4.7.0 [TS01] \x1b[31mMessages temporarily deferred " + strings.Repeat("due to unexpected volume ", 4000) +
+		"end of the long reply"
+	line, _ := sending.ReplyOf(delivery.Result{}, &delivery.Error{Code: 421, Enhanced: "4.7.0",
+		Message: strings.TrimPrefix(long, "421 4.7.0 ")})
+	b.auto.Observe(ctx, sending.Reply{Site: site, Rules: rules, Line: line})
+	until, reason, ok := b.susp.Suspended(ctx, site)
+	if !ok || !until.Equal(b.clock.Add(time.Hour)) {
+		t.Fatalf("Suspended = %v, %q, %v; want suspended for 1h by a %d-byte reply", until, reason, ok, len(long))
+	}
+	list, err := b.auto.InForce(ctx)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("InForce = %+v, %v", list, err)
+	}
+	sp := list[0]
+	if len(sp.Reason) > 500 || len(sp.Reply) > 300 || !strings.HasPrefix(sp.Reply, "421 4.7.0 [TS01]") ||
+		strings.ContainsAny(sp.Reason+sp.Reply, "\x1b\r\n") {
+		t.Errorf("suspension keeps reason %q (%d bytes) and reply %q (%d bytes); want at most 500 and 300 printable bytes, "+
+			"the reply's start", sp.Reason, len(sp.Reason), sp.Reply, len(sp.Reply))
+	}
+}
+
 // trigger = {Threshold="3/min"}: the action fires on the third match
 // within a minute, not before; matches older than the period do not count.
 func TestAutomationThreshold(t *testing.T) {

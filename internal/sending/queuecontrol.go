@@ -268,14 +268,15 @@ const bounceBatch = 500
 // each is logged `failed` with details.reason the reason. It returns how
 // many. A selector and a reason are required.
 func (q *Queue) Bounce(ctx context.Context, sel Selector, reason string) (int64, error) {
-	reason = strings.TrimSpace(reason)
-	switch {
-	case sel.Kind == "":
+	if sel.Kind == "" {
 		return 0, apperr.Field("selector", "name a site, a domain or an account")
-	case reason == "":
+	}
+	reason, err := suspend.CheckReason(reason)
+	if err != nil {
+		return 0, err
+	}
+	if reason == "" {
 		return 0, apperr.Field("reason", "required: it is logged with every delivery failed")
-	case len(reason) > 500:
-		return 0, apperr.Field("reason", "at most 500 bytes")
 	}
 	sels, err := q.selections(ctx, sel)
 	if err != nil {

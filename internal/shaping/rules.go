@@ -2,6 +2,7 @@ package shaping
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -87,15 +88,37 @@ func Load(paths ...string) (*Rules, error) {
 	return loadData(paths, data)
 }
 
+// MaxFileSize bounds one shaping file. KumoMTA's default and community
+// files are about 10 KB; the bound keeps a wrong path (a log, a disk
+// image) from being read into memory every Interval by the Watcher.
+const MaxFileSize = 8 << 20
+
 func readFiles(paths []string) ([][]byte, error) {
 	data := make([][]byte, len(paths))
 	for i, p := range paths {
 		var err error
-		if data[i], err = os.ReadFile(p); err != nil {
+		if data[i], err = readFile(p); err != nil {
 			return nil, fmt.Errorf("shaping: %w", err)
 		}
 	}
 	return data, nil
+}
+
+// readFile reads path, refusing one larger than MaxFileSize.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFileSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes (8 MiB), the most a shaping file may have", path, MaxFileSize)
+	}
+	return b, nil
 }
 
 func loadData(paths []string, data [][]byte) (*Rules, error) {

@@ -3,6 +3,7 @@ package shaping
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -221,10 +222,15 @@ func ParseDuration(v any) (time.Duration, error) {
 	var d time.Duration
 	switch v := v.(type) {
 	case int64:
+		if v > maxSeconds {
+			return 0, errTooLong
+		}
 		d = time.Duration(v) * time.Second
 	case string:
 		var err error
 		if d, err = time.ParseDuration(strings.TrimSpace(v)); err != nil {
+			// Go's "invalid duration" for one too long: parsePhrase reads
+			// the same units and says which bound it passes.
 			if d, err = parsePhrase(v); err != nil {
 				return 0, err
 			}
@@ -250,6 +256,13 @@ var phraseUnits = map[string]time.Duration{
 	"w": 7 * 24 * time.Hour, "week": 7 * 24 * time.Hour, "weeks": 7 * 24 * time.Hour,
 }
 
+// maxSeconds is the longest duration in whole seconds (about 292 years).
+const maxSeconds = math.MaxInt64 / int64(time.Second)
+
+// errTooLong is the error of a duration past the longest a time.Duration
+// holds, which would otherwise wrap around to a negative or short one.
+var errTooLong = fmt.Errorf("must be at most %s (about 292 years)", FormatDuration(time.Duration(maxSeconds)*time.Second))
+
 var errPhrase = errors.New("want a duration such as \"90m\", \"1h30m\", \"2 hours\" or \"30 days\"")
 
 // parsePhrase parses a sequence of NUMBER UNIT pairs, the space between
@@ -274,6 +287,9 @@ func parsePhrase(s string) (time.Duration, error) {
 		unit, ok := phraseUnits[strings.ToLower(s[:end])]
 		if !ok {
 			return 0, fmt.Errorf("%w, got unit %q", errPhrase, s[:end])
+		}
+		if n > (math.MaxInt64-int64(total))/int64(unit) {
+			return 0, errTooLong
 		}
 		total += time.Duration(n) * unit
 		s = strings.TrimLeft(s[end:], " ,")

@@ -1,6 +1,7 @@
 package shaping
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -106,6 +107,14 @@ func TestParseDuration(t *testing.T) {
 	for _, c := range good {
 		if got, err := ParseDuration(c.in); err != nil || got != c.want {
 			t.Errorf("ParseDuration(%#v) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+	// Too long for a time.Duration: an error naming the bound, never a
+	// value wrapped around to a negative or a short one.
+	for _, long := range []any{"99999999h", "106752 days", "213504 days", "2562048h", "2562047h 60m", int64(math.MaxInt64),
+		int64(9223372037)} {
+		if got, err := ParseDuration(long); err == nil || !strings.Contains(err.Error(), "at most 2562047h47m16s") {
+			t.Errorf("ParseDuration(%#v) = %v, %v; want an error naming the longest duration", long, got, err)
 		}
 	}
 	for _, bad := range []any{"", "soon", "2 fortnights", "0s", "-5m", "hours", int64(0), true} {

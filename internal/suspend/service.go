@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/postline/postline/internal/apperr"
 )
@@ -72,8 +73,26 @@ type Request struct {
 	Action, Rule, Reply string
 }
 
-// maxReason bounds the operator's note.
-const maxReason = 500
+// MaxReason bounds the operator's note (of a suspension, of a bounce).
+const MaxReason = 500
+
+// CheckReason returns an operator's reason trimmed, or an Invalid error
+// on field "reason" when it is longer than MaxReason bytes or holds
+// control characters: it is printed by the CLI, logged and sent in
+// webhooks, where a line break or an escape sequence would forge lines
+// or drive the operator's terminal.
+func CheckReason(reason string) (string, error) {
+	reason = strings.TrimSpace(reason)
+	switch {
+	case len(reason) > MaxReason:
+		return "", apperr.Field("reason", fmt.Sprintf("at most %d bytes, got %d", MaxReason, len(reason)))
+	case !utf8.ValidString(reason):
+		return "", apperr.Field("reason", "must be UTF-8 text")
+	case strings.IndexFunc(reason, unicode.IsControl) >= 0:
+		return "", apperr.Field("reason", "must be one line of text, without control characters (line breaks, tabs, escapes)")
+	}
+	return reason, nil
+}
 
 // Suspend holds what r names, replacing a suspension of the same kind and
 // value. An invalid request is an Invalid error naming the field (the
@@ -87,9 +106,9 @@ func (s *Service) Suspend(ctx context.Context, r Request) (Suspension, error) {
 	if r.Duration < 0 {
 		return Suspension{}, apperr.Field("duration", "must be positive, or absent for a suspension until resumed")
 	}
-	reason := strings.TrimSpace(r.Reason)
-	if len(reason) > maxReason {
-		return Suspension{}, apperr.Field("reason", fmt.Sprintf("at most %d bytes", maxReason))
+	reason, err := CheckReason(r.Reason)
+	if err != nil {
+		return Suspension{}, err
 	}
 	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 	sp := Suspension{Kind: r.Kind, Value: value, Reason: reason, CreatedAt: now, CreatedBy: r.By,

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/postline/postline/internal/smtptest"
 )
@@ -24,6 +25,9 @@ type Response struct {
 	Status      int    // default 200
 	ContentType string // default "text/plain"
 	Location    string // sent with a 3xx Status
+	// Endless, when set, keeps the body going after Body: a line every
+	// 10 ms until the client hangs up (a hostile or broken policy host).
+	Endless bool
 }
 
 // Server is a running policy server. Its methods are safe for concurrent
@@ -120,4 +124,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(resp.Status)
 	}
 	w.Write([]byte(resp.Body))
+	for resp.Endless {
+		if _, err := io.WriteString(w, "mx: more.example\n"); err != nil {
+			return
+		}
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
