@@ -173,3 +173,65 @@ func TestMailboxProbe(t *testing.T) {
 		t.Errorf("a probing job on a server that does not probe: %d %s", r.StatusCode, r.Body)
 	}
 }
+
+// TestMailboxProbeEndlessReply: an MX whose EHLO reply never ends (any
+// tenant can have Postline probe an address at such a domain) is given up
+// after a bounded reply, at once, not read and joined until the probe's
+// deadline; the verdict is smtp_unavailable.
+func TestMailboxProbeEndlessReply(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.4:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	held := make(chan time.Duration, 10)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				start := time.Now()
+				fmt.Fprint(c, "220 endless.test ESMTP\r\n")
+				buf := make([]byte, 512)
+				if _, err := c.Read(buf); err != nil {
+					return
+				}
+				line := "250-" + strings.Repeat("x", 996) + "\r\n"
+				for {
+					if _, err := fmt.Fprint(c, line); err != nil {
+						held <- time.Since(start)
+						return
+					}
+				}
+			}()
+		}
+	}()
+	env := apitest.Start(t, store.SQLite, func(c *config.Config) {
+		c.MXPort = ln.Addr().(*net.TCPAddr).Port
+		c.ValidationSMTPProbe, c.ValidationHelo, c.ValidationProbeAllowPrivate = true, "probe.postline.test", true
+		c.ValidationProbeTimeout = 3 * time.Second
+	})
+	env.DNS.AddMX("endless-corp.net", 10, "mx.endless-corp.net")
+	env.DNS.AddA("mx.endless-corp.net", "127.0.0.4")
+	u := env.NewUser("alice")
+	resp := env.Do(apitest.Request{Method: "POST", Path: "/api/email/validate", Auth: u.Auth(),
+		Body: map[string]any{"email": "x@endless-corp.net", "check_mailbox": true}})
+	if resp.StatusCode != 200 {
+		t.Fatalf("validate: %d %s", resp.StatusCode, resp.Body)
+	}
+	if reasons := fmt.Sprint(resp.JSON["data"].(map[string]any)["deliverability_reasons"]); reasons != "[smtp_unavailable]" {
+		t.Errorf("deliverability_reasons %s, want [smtp_unavailable]", reasons)
+	}
+	select {
+	case d := <-held:
+		if d > time.Second {
+			t.Errorf("the probe held the endless MX's connection %v; want it given up after a bounded reply", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the probe never hung up on the endless MX")
+	}
+}

@@ -17,6 +17,11 @@ const maxReply = 32 << 10
 // errReplyTooLong is the error of a reply longer than maxReply.
 var errReplyTooLong = fmt.Errorf("server reply longer than %d bytes", maxReply)
 
+// LimitReplies returns conn with each SMTP reply read from it bounded at
+// 32 KiB (an error past it), for clients that make their own go-smtp
+// client on a connection to a remote server (the validator's probe).
+func LimitReplies(conn net.Conn) net.Conn { return &replyLimitConn{Conn: conn} }
+
 // replyLimitConn counts the bytes of the reply being read from a server
 // and fails the read once one exceeds maxReply. A reply ends with a line
 // whose fourth byte is not '-' (RFC 5321 §4.2.1).

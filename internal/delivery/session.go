@@ -259,7 +259,7 @@ func (t *Transport) startTLS(ctx context.Context, dc *deadlineConn, cfg *tls.Con
 // again: go-smtp can start TLS only while making a client. The validator's
 // mailbox probe uses it as delivery does.
 func StartTLS(ctx context.Context, conn net.Conn, cfg *tls.Config, helo string) (*smtp.Client, error) {
-	return upgrade(ctx, conn, cfg, func(c net.Conn) *smtp.Client { return smtp.NewClient(c) }, helo)
+	return upgrade(ctx, conn, cfg, func(c net.Conn) *smtp.Client { return smtp.NewClient(LimitReplies(c)) }, helo)
 }
 
 func upgrade(ctx context.Context, conn net.Conn, cfg *tls.Config, newClient func(net.Conn) *smtp.Client, helo string) (*smtp.Client, error) {

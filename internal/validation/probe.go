@@ -358,7 +358,8 @@ func (p *prober) dial(ctx context.Context, host string, ip netip.Addr) (*smtpSes
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(dl)
 	}
-	c := smtp.NewClient(conn)
+	// A reply without end (a hostile MX) would grow until the deadline.
+	c := smtp.NewClient(delivery.LimitReplies(conn))
 	bound(ctx, c)
 	if err := c.Hello(p.cfg.Helo); err != nil {
 		c.Close()
