@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/postline/postline/internal/netguard"
 )
@@ -47,6 +48,7 @@ func newFetcher(cfg Config) *fetcher {
 
 // fetch returns the policy body of domain.
 func (f *fetcher) fetch(ctx context.Context, domain string) (string, error) {
+	start := time.Now()
 	host := "mta-sts." + domain
 	if f.port != 443 {
 		host = net.JoinHostPort(host, strconv.Itoa(f.port))
@@ -69,6 +71,12 @@ func (f *fetcher) fetch(ctx context.Context, domain string) (string, error) {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
 		return "", err
+	}
+	// A body that took the whole timeout is not taken even when it
+	// ended cleanly: a host that dribbles lines until the deadline and
+	// then stops must not get its tail read as a policy.
+	if d := time.Since(start); f.client.Timeout > 0 && d >= f.client.Timeout {
+		return "", fmt.Errorf("policy fetch took %s, the limit is %s", d.Round(time.Millisecond), f.client.Timeout)
 	}
 	if len(body) > maxBody {
 		return "", fmt.Errorf("policy larger than %d bytes", maxBody)
