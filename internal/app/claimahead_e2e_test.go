@@ -54,17 +54,19 @@ func TestClaimAheadReleasedAtStop(t *testing.T) {
 				return m
 			}
 			// Two attempts hang at the MX (both have connected: claimed is
-			// not yet started); two more are claimed ahead.
+			// not yet started); one or two more are claimed ahead (two
+			// while attempts look quick; a loaded machine's slower claims
+			// make the worker take fewer ahead).
 			deadline := time.Now().Add(10 * time.Second)
-			for states()["sending/1"] != 4 || dialled() < 2 {
+			for states()["sending/1"] < 3 || dialled() < 2 {
 				if time.Now().After(deadline) {
-					t.Fatalf("deliveries by state/attempts: %v, %d connections at the MX; want 4 claimed (2 running, 2 ahead) and 2 pending",
+					t.Fatalf("deliveries by state/attempts: %v, %d connections at the MX; want 3 or 4 claimed (2 running, 1 or 2 ahead)",
 						states(), dialled())
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			if got := states(); got["pending/0"] != 2 {
-				t.Fatalf("deliveries by state/attempts: %v; want 2 still pending", got)
+			if got := states(); got["pending/0"] != 6-got["sending/1"] || got["sending/1"] > 4 {
+				t.Fatalf("deliveries by state/attempts: %v; want at most 4 claimed, the rest still pending", got)
 			}
 			e.App.Worker.Stop()
 			got := states()
