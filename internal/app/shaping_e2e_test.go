@@ -66,8 +66,11 @@ max_deliveries_per_connection = 10
 		// queue must not idle between returns of deliveries that waited.
 		span := msgs[len(msgs)-1].ReceivedAt.Sub(msgs[0].ReceivedAt)
 		t.Logf("200 messages in %v (the rate allows 3.98s at best)", span)
-		if span > 10*time.Second {
-			t.Errorf("200 messages at 50/s took %v, want well under 10s", span)
+		// Only a queue that idles fails this: CI's full suite on two cores
+		// took 12-16 s at times, so the bound is loose (timings never gate
+		// CI closely; BENCHMARKS.md measures the pace).
+		if span > 30*time.Second {
+			t.Errorf("200 messages at 50/s took %v, want well under 30s", span)
 		}
 		var got []string
 		for _, m := range msgs {
