@@ -74,25 +74,17 @@ func (s *Server) handleMailgunWebhookCreate(w http.ResponseWriter, r *http.Reque
 
 // handleMailgunWebhookGet is GET /v3/domains/{domain}/webhooks/{id}.
 func (s *Server) handleMailgunWebhookGet(w http.ResponseWriter, r *http.Request, p account.Principal) error {
-	d, err := s.mailgunDomain(r, p)
+	domainID, id, err := s.mgWebhookTarget(r, p)
 	if err != nil {
 		return err
 	}
-	id, err := mgWebhookID(r)
-	if err != nil {
-		return err
-	}
-	return s.answerMGWebhook(w, r, d.ID, id, "", nil)
+	return s.answerMGWebhook(w, r, domainID, id, "", nil)
 }
 
 // handleMailgunWebhookUpdate is PUT /v3/domains/{domain}/webhooks/{id}:
 // the id's URLs become the url values.
 func (s *Server) handleMailgunWebhookUpdate(w http.ResponseWriter, r *http.Request, p account.Principal) error {
-	d, err := s.mailgunDomain(r, p)
-	if err != nil {
-		return err
-	}
-	id, err := mgWebhookID(r)
+	domainID, id, err := s.mgWebhookTarget(r, p)
 	if err != nil {
 		return err
 	}
@@ -100,28 +92,24 @@ func (s *Server) handleMailgunWebhookUpdate(w http.ResponseWriter, r *http.Reque
 	if err != nil {
 		return err
 	}
-	if _, err := s.Webhooks.SetMailgunWebhook(r.Context(), d.ID, id, nonNil(form["url"]), webhook.MustExist); err != nil {
+	if _, err := s.Webhooks.SetMailgunWebhook(r.Context(), domainID, id, nonNil(form["url"]), webhook.MustExist); err != nil {
 		return err
 	}
-	return s.answerMGWebhook(w, r, d.ID, id, "Webhook has been updated", nil)
+	return s.answerMGWebhook(w, r, domainID, id, "Webhook has been updated", nil)
 }
 
 // handleMailgunWebhookDelete is DELETE /v3/domains/{domain}/webhooks/{id}:
 // the answer names the URLs it had.
 func (s *Server) handleMailgunWebhookDelete(w http.ResponseWriter, r *http.Request, p account.Principal) error {
-	d, err := s.mailgunDomain(r, p)
+	domainID, id, err := s.mgWebhookTarget(r, p)
 	if err != nil {
 		return err
 	}
-	id, err := mgWebhookID(r)
+	had, err := s.Webhooks.SetMailgunWebhook(r.Context(), domainID, id, nil, webhook.MustExist)
 	if err != nil {
 		return err
 	}
-	had, err := s.Webhooks.SetMailgunWebhook(r.Context(), d.ID, id, nil, webhook.MustExist)
-	if err != nil {
-		return err
-	}
-	return s.answerMGWebhook(w, r, d.ID, id, "Webhook has been deleted", had)
+	return s.answerMGWebhook(w, r, domainID, id, "Webhook has been deleted", had)
 }
 
 // answerMGWebhook writes {"message"?, "webhook": {"urls"}}: the id's URLs
@@ -142,6 +130,17 @@ func (s *Server) answerMGWebhook(w http.ResponseWriter, r *http.Request, domainI
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// mgWebhookTarget is the caller's domain of the path (404 for another
+// account's) and the path's webhook id.
+func (s *Server) mgWebhookTarget(r *http.Request, p account.Principal) (int64, string, error) {
+	d, err := s.mailgunDomain(r, p)
+	if err != nil {
+		return 0, "", err
+	}
+	id, err := mgWebhookID(r)
+	return d.ID, id, err
 }
 
 // mgWebhookID is the path's {id} when it is one of Mailgun's.
