@@ -6,6 +6,7 @@
 # and per-provider figures. Kept out of `go test ./...` by the simnetbench tag.
 #   POSTLINE_BENCH_MESSAGES=10000 bench/simnet.sh     a quick run (~30 s bound)
 #   POSTLINE_TEST_DATABASE_URL=postgres://...          on PostgreSQL instead of SQLite
+#   POSTLINE_BENCH_PROVIDERS=outlook,yahoo             only those providers
 #   POSTLINE_BENCH_ORDER=domain                        recipients sorted by domain, not interleaved
 set -euo pipefail
 cd "$(dirname "$0")/.."

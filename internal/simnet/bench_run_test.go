@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -34,7 +35,7 @@ import (
 // POSTLINE_TEST_DATABASE_URL is set. Run it with bench/simnet.sh.
 func TestSimnetDeliveryBenchmark(t *testing.T) {
 	total, batch := envInt(t, "POSTLINE_BENCH_MESSAGES", 100000), envInt(t, "POSTLINE_BENCH_BATCH", 1000)
-	providers := benchProviders()
+	providers := onlyProviders(t, benchProviders(), os.Getenv("POSTLINE_BENCH_PROVIDERS"))
 	cfg := simnet.Config{DiscardData: true}
 	for _, p := range providers {
 		cfg.Providers = append(cfg.Providers, p.cfg)
@@ -75,6 +76,23 @@ func TestSimnetDeliveryBenchmark(t *testing.T) {
 		t.Errorf("%d recipients received more than once, %d never", r.duplicates, r.missing)
 	}
 	n.CheckNoViolations(t)
+}
+
+// onlyProviders keeps the providers named in list (comma-separated;
+// empty: all of them), to look at one provider's shaping alone.
+func onlyProviders(t *testing.T, all []benchProvider, list string) []benchProvider {
+	if list == "" {
+		return all
+	}
+	var out []benchProvider
+	for _, name := range strings.Split(list, ",") {
+		i := slices.IndexFunc(all, func(p benchProvider) bool { return p.cfg.Name == strings.TrimSpace(name) })
+		if i < 0 {
+			t.Fatalf("POSTLINE_BENCH_PROVIDERS: no provider %q in the benchmark", name)
+		}
+		out = append(out, all[i])
+	}
+	return out
 }
 
 // benchRecipients are total recipients, one at each provider in turn and
