@@ -49,62 +49,8 @@ func mgStatsParams(q url.Values, now time.Time) (mgStatsQuery, error) {
 			fe.Add(name, "Unknown parameter "+strconv.Quote(name)+".")
 		}
 	}
-	var out mgStatsQuery
-	for _, v := range q["event"] {
-		for _, e := range strings.Split(v, ",") {
-			e = strings.ToLower(strings.TrimSpace(e))
-			switch {
-			case e == "" || slices.Contains(out.events, e):
-			case !slices.Contains(mailgun.StatEvents, e):
-				fe.Add("event", fmt.Sprintf("Unknown event %q; the events are %s.", e, strings.Join(mailgun.StatEvents, ", ")))
-			default:
-				out.events = append(out.events, e)
-			}
-		}
-	}
-	if len(out.events) == 0 && len(fe["event"]) == 0 {
-		fe.Add("event", "Missing mandatory parameter: event (one or more of "+strings.Join(mailgun.StatEvents, ", ")+").")
-	}
-	end := now
-	if v := q.Get("end"); v != "" {
-		t, err := mgTime(v)
-		if err != nil {
-			fe.Add("end", "The end must be Unix seconds or an RFC 2822 date.")
-		}
-		end = t
-	}
-	start := end.Add(-mgStatsSpan)
-	if v := q.Get("start"); v != "" {
-		t, err := mgTime(v)
-		if err != nil {
-			fe.Add("start", "The start must be Unix seconds or an RFC 2822 date.")
-		}
-		start = t
-	}
-	out.res = stats.Resolution(strings.ToLower(q.Get("resolution")))
-	rangeField := "start"
-	if v := q.Get("duration"); v != "" {
-		rangeField = "duration"
-		n, m := 0, mgDurationRE.FindStringSubmatch(v)
-		if m != nil {
-			n, _ = strconv.Atoi(m[1]) // out of range: the largest int, refused below
-		}
-		if m == nil || n < 1 || n > mgDurationMax {
-			fe.Add("duration", fmt.Sprintf("The duration must be a number from 1 to %d and h, d or m (hours, days, months), e.g. 24h, 7d, 1m.", mgDurationMax))
-		} else {
-			unit := map[string]stats.Resolution{"h": stats.Hour, "d": stats.Day, "m": stats.Month}[m[2]]
-			start = mgDurationBack(end, n, unit)
-			if out.res == "" {
-				out.res = unit
-			}
-		}
-	}
-	if out.res == "" {
-		out.res = stats.Day
-	}
-	if !out.res.Valid() {
-		fe.Add("resolution", "The resolution must be hour, day or month.")
-	}
+	out := mgStatsQuery{events: mgStatEvents(q["event"], fe)}
+	start, end, rangeField := mgStatRange(q, now, &out.res, fe)
 	if err := fe.Err(); err != nil {
 		return out, err
 	}
@@ -118,6 +64,70 @@ func mgStatsParams(q url.Values, now time.Time) (mgStatsQuery, error) {
 	}
 	out.starts = starts
 	return out, nil
+}
+
+// mgStatEvents reads the event values (each may also list several,
+// comma-separated); none is Mailgun's 400.
+func mgStatEvents(values []string, fe apperr.FieldErrors) []string {
+	var events []string
+	for _, v := range values {
+		for _, e := range strings.Split(v, ",") {
+			e = strings.ToLower(strings.TrimSpace(e))
+			switch {
+			case e == "" || slices.Contains(events, e):
+			case !slices.Contains(mailgun.StatEvents, e):
+				fe.Add("event", fmt.Sprintf("Unknown event %q; the events are %s.", e, strings.Join(mailgun.StatEvents, ", ")))
+			default:
+				events = append(events, e)
+			}
+		}
+	}
+	if len(events) == 0 && len(fe["event"]) == 0 {
+		fe.Add("event", "Missing mandatory parameter: event (one or more of "+strings.Join(mailgun.StatEvents, ", ")+").")
+	}
+	return events
+}
+
+// mgStatRange reads start, end, duration and resolution (into res); the
+// field is the one an empty or too long range is blamed on.
+func mgStatRange(q url.Values, now time.Time, res *stats.Resolution, fe apperr.FieldErrors) (start, end time.Time, field string) {
+	end, field = now, "start"
+	for name, dst := range map[string]*time.Time{"end": &end, "start": &start} {
+		if v := q.Get(name); v != "" {
+			t, err := mgTime(v)
+			if err != nil {
+				fe.Add(name, "The "+name+" must be Unix seconds or an RFC 2822 date.")
+			}
+			*dst = t
+		}
+	}
+	if q.Get("start") == "" {
+		start = end.Add(-mgStatsSpan)
+	}
+	*res = stats.Resolution(strings.ToLower(q.Get("resolution")))
+	if v := q.Get("duration"); v != "" {
+		field = "duration"
+		n, m := 0, mgDurationRE.FindStringSubmatch(v)
+		if m != nil {
+			n, _ = strconv.Atoi(m[1]) // out of range: the largest int, refused below
+		}
+		if m == nil || n < 1 || n > mgDurationMax {
+			fe.Add("duration", fmt.Sprintf("The duration must be a number from 1 to %d and h, d or m (hours, days, months), e.g. 24h, 7d, 1m.", mgDurationMax))
+		} else {
+			unit := map[string]stats.Resolution{"h": stats.Hour, "d": stats.Day, "m": stats.Month}[m[2]]
+			start = mgDurationBack(end, n, unit)
+			if *res == "" {
+				*res = unit
+			}
+		}
+	}
+	if *res == "" {
+		*res = stats.Day
+	}
+	if !res.Valid() {
+		fe.Add("resolution", "The resolution must be hour, day or month.")
+	}
+	return start, end, field
 }
 
 // mgDurationBack is n units of r before end.
