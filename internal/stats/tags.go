@@ -20,7 +20,9 @@ const (
 	// MaxTagsPerDomain bounds the tags tracked per domain: once a domain
 	// has this many, new tags are not tracked (their messages still count
 	// in the domain's stats). Tags unused for the log's retention are
-	// forgotten with their counts, and DELETE frees one.
+	// forgotten with their counts, and DELETE frees one. The check is in
+	// the inserting statement, so on PostgreSQL transactions adding new
+	// tags at once may pass it by a few.
 	MaxTagsPerDomain = 4000
 	// MaxDescription bounds a tag's description.
 	MaxDescription = 1024
