@@ -39,6 +39,7 @@ import (
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/shaping"
 	"github.com/postline/postline/internal/spool"
+	"github.com/postline/postline/internal/stats"
 	"github.com/postline/postline/internal/store"
 	"github.com/postline/postline/internal/submission"
 	"github.com/postline/postline/internal/suppression"
@@ -289,6 +290,7 @@ func (a *App) API() *httpapi.Server {
 		Tracking:     a.Tracking,
 		Webhooks:     a.Webhooks,
 		Templates:    a.Templates,
+		Stats:        stats.NewService(store.NewStats(a.DB)),
 		PublicURL:    a.Config.PublicURL,
 		Validator:    a.Validator,
 		Limiter:      a.Limiter,

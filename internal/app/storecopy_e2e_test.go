@@ -35,7 +35,8 @@ func TestStoreCopyToPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, to := range []string{"ann@rcpt.example.net", "bob@rcpt.example.net"} {
-		if r := e.send(t, basicParts(to), nil); r.StatusCode != 202 {
+		// Tagged: the stats and tags tables have rows to copy too.
+		if r := e.send(t, append(basicParts(to), part{name: "tags", value: "copied"}), nil); r.StatusCode != 202 {
 			t.Fatalf("send: %d %s", r.StatusCode, r.Body)
 		}
 	}
@@ -63,13 +64,28 @@ func TestStoreCopyToPostgres(t *testing.T) {
 	}
 	paths := []string{"/api/domains", "/api/domains/shop.example.com", "/api/domains/shop.example.com/log",
 		"/api/domains/shop.example.com/suppressions?type=bounce", "/api/domains/shop.example.com/webhooks"}
+	// Mailgun's stats and tags (their answers have no URLs, which name
+	// the server).
+	mgPaths := []string{"/v3/shop.example.com/tags/copied", "/v3/shop.example.com/tags/copied/stats?event=accepted&event=delivered",
+		"/v3/shop.example.com/stats/total?event=accepted&event=delivered"}
+	mgAuth := apitest.User{Login: "api", Key: e.user.Key}.Auth()
+	auth := func(p string) string {
+		if strings.HasPrefix(p, "/v3/") {
+			return mgAuth
+		}
+		return e.user.Auth()
+	}
+	paths = append(paths, mgPaths...)
 	before := map[string][]byte{}
 	for _, p := range paths {
-		r := e.Do(apitest.Request{Method: "GET", Path: p, Auth: e.user.Auth()})
+		r := e.Do(apitest.Request{Method: "GET", Path: p, Auth: auth(p)})
 		if r.StatusCode != 200 {
 			t.Fatalf("GET %s: %d", p, r.StatusCode)
 		}
 		before[p] = r.Body
+	}
+	if !bytes.Contains(before[mgPaths[1]], []byte(`"delivered":{"http":0,"optimized":0,"smtp":2,"total":2}`)) {
+		t.Errorf("the tag's stats before the copy: %s", before[mgPaths[1]])
 	}
 
 	dst, err := store.Open(ctx, pgURL)
@@ -135,7 +151,7 @@ func TestStoreCopyToPostgres(t *testing.T) {
 	}
 	go pg.Serve(cctx, ln)
 	for _, p := range paths {
-		r := e.DoAt("http://"+ln.Addr().String(), apitest.Request{Method: "GET", Path: p, Auth: e.user.Auth()})
+		r := e.DoAt("http://"+ln.Addr().String(), apitest.Request{Method: "GET", Path: p, Auth: auth(p)})
 		got, want := r.Body, before[p]
 		if strings.HasSuffix(p, "/webhooks") {
 			// Both servers' dispatchers post (and fail) on their own

@@ -159,18 +159,19 @@ func (s *Server) routeTable() []route {
 		{method: "DELETE", path: "/v3/{domain}/{list}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunListClear},
 		// The dispatch point of GET /v3/{a}/{b}/{c}: patterns of three
 		// segments after /v3/ that overlap each other go in alts here
-		// (a /v3/{domain}/tags/{tag} too, after the webhooks).
+		// (/v3/{domain}/tags/{tag} after the webhooks).
 		{method: "GET", path: "/v3/{domain}/{list}/{address}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunListGet,
-			alts: []alt{s.mailgunWebhooksRoute()}},
-		{method: "DELETE", path: "/v3/{domain}/{list}/{address}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunListDelete},
+			alts: []alt{s.mailgunWebhooksRoute(), s.mgTagAlt("GET", account.ScopeLogRead, s.handleMGTag)}},
+		{method: "DELETE", path: "/v3/{domain}/{list}/{address}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunListDelete,
+			alts: []alt{s.mgTagAlt("DELETE", account.ScopeSend, s.handleMGTagDelete)}},
 
 		// Mailgun's domain webhooks (mailgun_webhooks.go); GET of the list
-		// is an alt of GET /v3/{domain}/{list}/{address} above. A GET
-		// /v3/{domain}/tags/{tag}/stats would overlap the GET of one id
-		// and must then be dispatched likewise.
+		// is an alt of GET /v3/{domain}/{list}/{address} above. GET
+		// /v3/{domain}/tags/{tag}/stats overlaps the GET of one id and is
+		// dispatched likewise.
 		{method: "POST", path: "/v3/domains/{domain}/webhooks", group: groupMailgun, scope: account.ScopeWebhooks, handler: s.handleMailgunWebhookCreate},
 		{method: "GET", path: "/v3/domains/{domain}/webhooks/{id}", group: groupMailgun, scope: account.ScopeWebhooks, handler: s.handleMailgunWebhookGet,
-			alts: []alt{s.mgTemplateVersionsRoute()}},
+			alts: []alt{s.mgTemplateVersionsRoute(), s.mgTagStatsWebhookAlt()}},
 		{method: "PUT", path: "/v3/domains/{domain}/webhooks/{id}", group: groupMailgun, scope: account.ScopeWebhooks, handler: s.handleMailgunWebhookUpdate},
 		{method: "DELETE", path: "/v3/domains/{domain}/webhooks/{id}", group: groupMailgun, scope: account.ScopeWebhooks, handler: s.handleMailgunWebhookDelete},
 
@@ -186,11 +187,24 @@ func (s *Server) routeTable() []route {
 		{method: "PUT", path: "/v3/{domain}/templates/{name}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplateUpdate},
 		{method: "DELETE", path: "/v3/{domain}/templates/{name}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplateDelete},
 		{method: "GET", path: "/v3/{domain}/{kind}/{name}/{sub}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGNoRoute,
-			alts: []alt{s.mgTemplateVersionsAlt()}},
+			alts: []alt{s.mgTemplateVersionsAlt(), s.mgTagStatsAlt()}},
 		{method: "POST", path: "/v3/{domain}/templates/{name}/versions", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplateVersionCreate, maxBody: maxTemplateBody},
 		{method: "GET", path: "/v3/{domain}/templates/{name}/versions/{tag}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplateVersion},
 		{method: "PUT", path: "/v3/{domain}/templates/{name}/versions/{tag}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplateVersionUpdate, maxBody: maxTemplateBody},
 		{method: "DELETE", path: "/v3/{domain}/templates/{name}/versions/{tag}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplateVersionDelete},
+
+		// Mailgun's stats and tags (mailgun_stats.go, mailgun_tags.go): read
+		// with log:read like the events, tags changed with send like the
+		// templates. GET and DELETE of one tag are alts of the
+		// /v3/{domain}/{list}/{address} routes above (GET after the
+		// webhooks: /v3/domains/tags/webhooks is domain tags' webhooks);
+		// GET of a tag's stats is an alt of the general GET
+		// /v3/{a}/{b}/{c}/{d} and, for a domain named "domains", of the
+		// webhook route.
+		{method: "GET", path: "/v3/stats/total", group: groupMailgun, scope: account.ScopeLogRead, handler: s.handleMGAccountStats},
+		{method: "GET", path: "/v3/{domain}/stats/total", group: groupMailgun, scope: account.ScopeLogRead, handler: s.handleMGDomainStats},
+		{method: "GET", path: "/v3/{domain}/tags", group: groupMailgun, scope: account.ScopeLogRead, handler: s.handleMGTags},
+		{method: "PUT", path: "/v3/{domain}/tags/{tag}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTagUpdate},
 
 		{method: "POST", path: "/api/domains", group: groupDomain, scope: account.ScopeDomains, handler: s.handleCreateDomain},
 		{method: "GET", path: "/api/domains", group: groupDomain, scope: account.ScopeDomains, handler: s.handleListDomains},

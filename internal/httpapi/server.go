@@ -18,6 +18,7 @@ import (
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/spool"
+	"github.com/postline/postline/internal/stats"
 	"github.com/postline/postline/internal/suppression"
 	"github.com/postline/postline/internal/tracking"
 	"github.com/postline/postline/internal/validation"
@@ -53,6 +54,8 @@ type Deps struct {
 	Webhooks *webhook.Service
 	// Templates keeps the domains' message templates.
 	Templates *templates.Service
+	// Stats reads Mailgun's statistics and the domains' tags.
+	Stats *stats.Service
 	// PublicURL is the service's public base URL (--public-url), for
 	// absolute links in answers; "" uses the request's host.
 	PublicURL string

@@ -12,16 +12,35 @@ import (
 // `event` filter.
 var Events = []string{"accepted", "delivered", "failed", "opened", "clicked", "unsubscribed", "complained"}
 
+// entryDetails are the details fields the Mailgun mapping reads.
+type entryDetails struct {
+	Reason      string `json:"reason"`
+	Stage       string `json:"stage"`
+	Source      string `json:"source"`
+	Suppression string `json:"suppression"`
+	First       bool   `json:"first"`
+}
+
+// detailsOf decodes what the mapping reads, only for the types whose
+// mapping depends on details: the stats path classifies every entry
+// recorded, most of them queued and delivered.
+func detailsOf(en event.Entry) entryDetails {
+	var d entryDetails
+	switch en.Type {
+	case event.Bounced, event.Failed, event.Unsubscribed, event.Opened, event.Clicked:
+		json.Unmarshal(en.Details, &d) //nolint:errcheck // details are ours
+	}
+	return d
+}
+
 // EventName maps a log entry to Mailgun's event and failure severity;
 // "" for entries Mailgun has no event for (send, deferred) or that repeat
 // another (a worker's bounced or failed after its permanent_fail).
 func EventName(en event.Entry) (name, severity string) {
-	var d struct {
-		Reason string `json:"reason"`
-		Stage  string `json:"stage"`
-		Source string `json:"source"`
-	}
-	json.Unmarshal(en.Details, &d) //nolint:errcheck // details are ours
+	return eventName(en, detailsOf(en))
+}
+
+func eventName(en event.Entry, d entryDetails) (name, severity string) {
 	switch en.Type {
 	case event.Queued:
 		return "accepted", ""

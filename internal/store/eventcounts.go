@@ -136,6 +136,8 @@ func (e Events) Bounds(ctx context.Context, f event.Filter) (lo, hi int64, err e
 // hour older than the cutoff (from event_counts), deletes their old rows
 // oldest first in short transactions, and takes the deleted rows off the
 // hourly counts in the same transaction, so totals stay exact throughout.
+// Then the stat counts of hours before the cutoff's go, and the tags not
+// used since it (pruneStats).
 func (e Events) Prune(ctx context.Context, before time.Time, batch int) (int64, error) {
 	cut := ms(before)
 	rows, err := e.db.rd.QueryContext(ctx, `SELECT DISTINCT domain_id FROM event_counts WHERE hour < $1`, cut)
@@ -175,7 +177,7 @@ func (e Events) Prune(ctx context.Context, before time.Time, batch int) (int64, 
 			}
 		}
 	}
-	return total, nil
+	return total, e.pruneStats(ctx, cut, batch)
 }
 
 func (e Events) pruneBatch(ctx context.Context, domainID, cut int64, batch int) (int, error) {
@@ -229,12 +231,15 @@ func (e Events) pruneBatch(ctx context.Context, domainID, cut int64, batch int) 
 }
 
 // CompactCounts implements event.Store: on PostgreSQL it merges the
-// stripes of hours before t into stripe 0, in one statement (so a reader
-// sees the rows before or after, with the same sum). SQLite has nothing
-// to merge.
+// stripes of hours before t into stripe 0, in one statement per table (so
+// a reader sees the rows before or after, with the same sum), event_counts
+// and stat_counts. SQLite has nothing to merge.
 func (e Events) CompactCounts(ctx context.Context, before time.Time) error {
 	if e.db.Dialect != Postgres {
 		return nil
+	}
+	if err := e.compactStats(ctx, before); err != nil {
+		return err
 	}
 	_, err := e.db.w.ExecContext(ctx, `WITH moved AS (
 			DELETE FROM event_counts WHERE stripe <> 0 AND hour < $1 RETURNING domain_id, hour, event_type, n)

@@ -201,7 +201,7 @@ func hourOf(created int64) int64 {
 }
 
 // addCounts adds entries to the hourly counts and the all-time totals,
-// one upsert each for the batch.
+// one upsert each for the batch, and to Mailgun's stat counts (stats.go).
 func (e Events) addCounts(ctx context.Context, entries []event.Entry) error {
 	agg := map[countKey]int64{}
 	for _, en := range entries {
@@ -214,7 +214,10 @@ func (e Events) addCounts(ctx context.Context, entries []event.Entry) error {
 	for k, n := range agg {
 		totals[countKey{domain: k.domain, typ: k.typ}] += n
 	}
-	return e.upsertTotals(ctx, totals)
+	if err := e.upsertTotals(ctx, totals); err != nil {
+		return err
+	}
+	return e.addStats(ctx, entries)
 }
 
 // sortedKeys orders keys by domain, hour, type: a fixed order keeps two

@@ -36,7 +36,8 @@ func newStmtCache(db *DB) *stmtCache { return &stmtCache{db: db, m: map[string]*
 // queueStmts are the statements warm prepares: all the queue's statements
 // whose text does not depend on a batch's size.
 var queueStmts = []string{insertSend, insertDelivery, claimDue, loadClaimedSQLite, completeDelivery, insertBounce,
-	releaseDelivery, extendLease, insertEventOne, addCountOne, addTotalOne}
+	releaseDelivery, extendLease, insertEventOne, addCountOne, addTotalOne, addStatOne, insertTagOne, touchTagOne,
+	addTagStatSQLite}
 
 // warm prepares the queue's statements that are not prepared yet. Call it
 // outside any transaction of this goroutine. Failures are left for the

@@ -126,6 +126,29 @@ async function main() {
           result = seen;
           break;
         }
+        case 'stats.getDomain':
+          result = await mg.stats.getDomain(step.domain, step.query);
+          break;
+        case 'stats.getAccount':
+          result = await mg.stats.getAccount(step.query);
+          break;
+        case 'domainTags.list': {
+          const page = await mg.domains.domainTags.list(step.domain, step.query);
+          result = { items: page.items.map((it) => ({ ...it })), pages: page.pages };
+          break;
+        }
+        case 'domainTags.get':
+          result = await mg.domains.domainTags.get(step.domain, step.tag);
+          break;
+        case 'domainTags.update':
+          result = await mg.domains.domainTags.update(step.domain, step.tag, step.description);
+          break;
+        case 'domainTags.statistic':
+          result = await mg.domains.domainTags.statistic(step.domain, step.tag, step.query);
+          break;
+        case 'domainTags.destroy':
+          result = await mg.domains.domainTags.destroy(step.domain, step.tag);
+          break;
         case 'validate.get':
           result = await mg.validate.get(step.address);
           break;
