@@ -26,7 +26,8 @@
 // header names (case-insensitively); header values are matched after
 // RFC 2047 decoding, each on its first MaxHeaderValueBytes bytes, at most
 // MaxHeaderValues values of one name; a recipient longer than
-// MaxRecipientBytes matches nothing.
+// MaxRecipientBytes is taken by no filter (a catch_all() route still
+// matches).
 //
 // The regular expressions are Go's (RE2), not Python's. What differs:
 // no backreferences (\1, (?P=name)), no lookahead or lookbehind ((?=,

@@ -23,8 +23,8 @@ const (
 	// of a name.
 	MaxHeaderValueBytes = 16 << 10
 	MaxHeaderValues     = 100
-	// MaxRecipientBytes: a longer recipient matches no filter (SMTP's
-	// paths are at most 256 bytes).
+	// MaxRecipientBytes: a longer recipient is taken by no filter
+	// (SMTP's paths are at most 256 bytes).
 	MaxRecipientBytes = 1000
 	// MaxPerAccount bounds an account's routes.
 	MaxPerAccount = 1000
