@@ -22,6 +22,7 @@ func commandTree() *cmd {
 		domainCommands(),
 		suppressionCommands(),
 		webhookCommands(),
+		routeCommands(),
 		templateCommands(),
 		messageCommands(),
 		shapingCommands(),

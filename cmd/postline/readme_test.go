@@ -149,6 +149,7 @@ func TestREADME(t *testing.T) {
 		"recorded 2000 log entries",
 		"removed suppression 4",
 		"purged cached validation results for gmail.com: 1 removed",
+		`"message":"Route created."`, "Route has been created", "match_recipient(\"^support-(?P<ticket>\\d+)@example\\.com$\")  forward(",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the README's output lacks %q; output:\n%s", want, text)

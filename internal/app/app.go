@@ -34,6 +34,7 @@ import (
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/httpapi"
 	"github.com/postline/postline/internal/inbound"
+	"github.com/postline/postline/internal/inboundroute"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/sending"
@@ -75,6 +76,8 @@ type App struct {
 	Inbound *inbound.Server
 	// Templates keeps the domains' stored message templates.
 	Templates *templates.Service
+	// Routes keeps the accounts' inbound routes (Mailgun's Routes).
+	Routes *inboundroute.Service
 	// Queue is the operator's view and control of the delivery queue;
 	// Suspensions are the holds it puts on it (queue.go).
 	Queue       *sending.Queue
@@ -226,6 +229,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	a.openValidationJobs()
 	a.openWebhooks(box)
 	a.Templates = templates.NewService(store.NewTemplates(db), nil)
+	a.Routes = inboundroute.NewService(store.NewInboundRoutes(db), nil)
 	if err := a.openTracking(key); err != nil {
 		return err
 	}
@@ -279,21 +283,22 @@ func (a *App) Close() error {
 // API builds the HTTP API over the app's services.
 func (a *App) API() *httpapi.Server {
 	return httpapi.New(httpapi.Deps{
-		Console:      a.console(),
-		Jobs:         a.ValidationJobs,
-		Queue:        a.Queue,
-		Accounts:     a.Accounts,
-		Domains:      a.Domains,
-		Suppressions: a.Suppressions,
-		Events:       a.Events,
-		Sending:      a.Sending,
-		Tracking:     a.Tracking,
-		Webhooks:     a.Webhooks,
-		Templates:    a.Templates,
-		Stats:        stats.NewService(store.NewStats(a.DB)),
-		PublicURL:    a.Config.PublicURL,
-		Validator:    a.Validator,
-		Limiter:      a.Limiter,
+		Console:       a.console(),
+		Jobs:          a.ValidationJobs,
+		Queue:         a.Queue,
+		Accounts:      a.Accounts,
+		Domains:       a.Domains,
+		Suppressions:  a.Suppressions,
+		Events:        a.Events,
+		Sending:       a.Sending,
+		Tracking:      a.Tracking,
+		Webhooks:      a.Webhooks,
+		Templates:     a.Templates,
+		InboundRoutes: a.Routes,
+		Stats:         stats.NewService(store.NewStats(a.DB)),
+		PublicURL:     a.Config.PublicURL,
+		Validator:     a.Validator,
+		Limiter:       a.Limiter,
 		Limits: httpapi.Limits{
 			ValidationPerHour: a.Config.RateValidationPerHour,
 			DomainPerMinute:   a.Config.RateDomainPerMinute,

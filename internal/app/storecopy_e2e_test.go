@@ -23,7 +23,7 @@ import (
 
 // TestStoreCopyToPostgres: a populated SQLite database copied into
 // PostgreSQL serves the same answers (domains, log pages, suppressions,
-// webhooks), its DKIM keys and relay passwords open with the same secret
+// webhooks, inbound routes), its DKIM keys and relay passwords open with the same secret
 // key, and every table of the schema was copied with its rows.
 func TestStoreCopyToPostgres(t *testing.T) {
 	t.Parallel()
@@ -62,8 +62,13 @@ func TestStoreCopyToPostgres(t *testing.T) {
 	if _, err := e.App.Queue.Suspend(ctx, suspend.Request{Kind: suspend.Site, Value: "mx.now.example", Reason: "is", By: "cli"}); err != nil {
 		t.Fatal(err)
 	}
+	// An inbound route: its text id copies as it is.
+	if r := e.Do(apitest.Request{Method: "POST", Path: "/api/routes", Auth: e.user.Auth(), Body: map[string]any{"priority": 3,
+		"expression": `match_recipient("(.*)@shop\.example\.com")`, "actions": []string{`forward("https://app.example/in?box=\1")`, "stop()"}}}); r.StatusCode != 201 {
+		t.Fatalf("route: %d %s", r.StatusCode, r.Body)
+	}
 	paths := []string{"/api/domains", "/api/domains/shop.example.com", "/api/domains/shop.example.com/log",
-		"/api/domains/shop.example.com/suppressions?type=bounce", "/api/domains/shop.example.com/webhooks"}
+		"/api/domains/shop.example.com/suppressions?type=bounce", "/api/domains/shop.example.com/webhooks", "/api/routes"}
 	// Mailgun's stats and tags (their answers have no URLs, which name
 	// the server).
 	mgPaths := []string{"/v3/shop.example.com/tags/copied", "/v3/shop.example.com/tags/copied/stats?event=accepted&event=delivered",

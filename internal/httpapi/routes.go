@@ -129,6 +129,14 @@ func (s *Server) routeTable() []route {
 		{method: "DELETE", path: "/api/admin/queue/suspensions/{id}", group: groupDomain, operator: true, handler: admin(s.handleAdminResume)},
 		{method: "GET", path: "/api/admin/shaping", group: groupDomain, operator: true, handler: admin(s.handleAdminShaping)},
 
+		// Inbound routes, the account's (inboundroutes.go): scope domains,
+		// and a key not limited to domains since a route applies to all.
+		{method: "POST", path: "/api/routes", group: groupDomain, scope: account.ScopeDomains, handler: s.handleCreateRoute},
+		{method: "GET", path: "/api/routes", group: groupDomain, scope: account.ScopeDomains, handler: s.handleListRoutes},
+		{method: "GET", path: "/api/routes/{id}", group: groupDomain, scope: account.ScopeDomains, handler: s.handleGetRoute},
+		{method: "PUT", path: "/api/routes/{id}", group: groupDomain, scope: account.ScopeDomains, handler: s.handleUpdateRoute},
+		{method: "DELETE", path: "/api/routes/{id}", group: groupDomain, scope: account.ScopeDomains, handler: s.handleDeleteRoute},
+
 		{method: "GET", path: "/api/keys", group: groupDomain, scope: account.ScopeKeys, handler: s.handleListKeys},
 		{method: "POST", path: "/api/keys", group: groupDomain, scope: account.ScopeKeys, handler: s.handleCreateKey},
 		{method: "DELETE", path: "/api/keys/{id}", group: groupDomain, scope: account.ScopeKeys, handler: s.handleRevokeKey},
@@ -136,7 +144,8 @@ func (s *Server) routeTable() []route {
 		// Mailgun's v3 API over the same services (mailgun.go).
 		{method: "POST", path: "/v3/{domain}/messages", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMailgunSend, maxBody: maxSendBody},
 		{method: "POST", path: "/v3/{domain}/messages.mime", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMailgunMIME, maxBody: maxSendBody},
-		{method: "GET", path: "/v3/{domain}/events", group: groupMailgun, scope: account.ScopeLogRead, handler: s.handleMailgunEvents},
+		{method: "GET", path: "/v3/{domain}/events", group: groupMailgun, scope: account.ScopeLogRead, handler: s.handleMailgunEvents,
+			alts: []alt{s.mgRouteAlt("GET", s.handleMGRoute, literal("events"))}},
 		{method: "GET", path: "/v3/{domain}/events/{token}", group: groupMailgun, scope: account.ScopeLogRead, handler: s.handleMailgunEvents},
 		{method: "GET", path: "/v3/domains", group: groupMailgun, scope: account.ScopeDomains, handler: s.handleMailgunDomains},
 		// Mailgun's validation (mailgun_validate.go).
@@ -154,9 +163,10 @@ func (s *Server) routeTable() []route {
 		// GET /v3/domains/{name} would conflict with /v3/{domain}/events in
 		// the mux (both match /v3/domains/events): the list route hands it on.
 		{method: "GET", path: "/v3/{domain}/{list}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunList,
-			alts: []alt{s.mailgunDomainRoute()}},
+			alts: []alt{s.mailgunDomainRoute(), s.mgRouteAlt("GET", s.handleMGRoute, pathValue("list"))}},
 		{method: "POST", path: "/v3/{domain}/{list}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunListAdd},
-		{method: "DELETE", path: "/v3/{domain}/{list}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunListClear},
+		{method: "DELETE", path: "/v3/{domain}/{list}", group: groupMailgun, scope: account.ScopeSuppressions, handler: s.handleMailgunListClear,
+			alts: []alt{s.mgRouteAlt("DELETE", s.handleMGRouteDelete, pathValue("list"))}},
 		// The dispatch point of GET /v3/{a}/{b}/{c}: patterns of three
 		// segments after /v3/ that overlap each other go in alts here
 		// (/v3/{domain}/tags/{tag} after the webhooks).
@@ -181,8 +191,10 @@ func (s *Server) routeTable() []route {
 		// /v3/{domain}/tags/{tag}/stats goes too) and, for a domain named
 		// "domains", of the webhook route.
 		{method: "POST", path: "/v3/{domain}/templates", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplateCreate, maxBody: maxTemplateBody},
-		{method: "GET", path: "/v3/{domain}/templates", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplates},
-		{method: "DELETE", path: "/v3/{domain}/templates", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplatesDelete},
+		{method: "GET", path: "/v3/{domain}/templates", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplates,
+			alts: []alt{s.mgRouteAlt("GET", s.handleMGRoute, literal("templates"))}},
+		{method: "DELETE", path: "/v3/{domain}/templates", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplatesDelete,
+			alts: []alt{s.mgRouteAlt("DELETE", s.handleMGRouteDelete, literal("templates"))}},
 		{method: "GET", path: "/v3/{domain}/templates/{name}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplate},
 		{method: "PUT", path: "/v3/{domain}/templates/{name}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplateUpdate},
 		{method: "DELETE", path: "/v3/{domain}/templates/{name}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTemplateDelete},
@@ -205,6 +217,14 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/v3/{domain}/stats/total", group: groupMailgun, scope: account.ScopeLogRead, handler: s.handleMGDomainStats},
 		{method: "GET", path: "/v3/{domain}/tags", group: groupMailgun, scope: account.ScopeLogRead, handler: s.handleMGTags},
 		{method: "PUT", path: "/v3/{domain}/tags/{tag}", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMGTagUpdate},
+
+		// Mailgun's Routes (mailgun_routes.go), the account's inbound
+		// routes. GET and DELETE /v3/routes/{id} overlap the domain
+		// patterns of two segments (/v3/{domain}/{list}, .../events,
+		// .../templates) and are alts of each of them.
+		{method: "GET", path: "/v3/routes", group: groupMailgun, scope: account.ScopeDomains, handler: s.handleMGRoutes},
+		{method: "POST", path: "/v3/routes", group: groupMailgun, scope: account.ScopeDomains, handler: s.handleMGRouteCreate},
+		{method: "PUT", path: "/v3/routes/{id}", group: groupMailgun, scope: account.ScopeDomains, handler: s.handleMGRouteUpdate},
 
 		{method: "POST", path: "/api/domains", group: groupDomain, scope: account.ScopeDomains, handler: s.handleCreateDomain},
 		{method: "GET", path: "/api/domains", group: groupDomain, scope: account.ScopeDomains, handler: s.handleListDomains},

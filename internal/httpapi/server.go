@@ -15,6 +15,7 @@ import (
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/inboundroute"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/spool"
@@ -56,6 +57,8 @@ type Deps struct {
 	Templates *templates.Service
 	// Stats reads Mailgun's statistics and the domains' tags.
 	Stats *stats.Service
+	// InboundRoutes keeps the accounts' inbound routes.
+	InboundRoutes *inboundroute.Service
 	// PublicURL is the service's public base URL (--public-url), for
 	// absolute links in answers; "" uses the request's host.
 	PublicURL string

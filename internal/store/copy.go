@@ -199,9 +199,17 @@ func (db *DB) copyTable(ctx context.Context, dst *DB, table string, progress Cop
 			return err
 		}
 		if slices.Contains(cols, "id") {
-			if _, err := tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'), COALESCE((SELECT max(id) FROM `+
-				pgIdent(table)+`), 0) + 1, false) WHERE pg_get_serial_sequence($1, 'id') IS NOT NULL`, table); err != nil {
+			// Only serial ids have a sequence; others (inbound_routes'
+			// text ids) are not numbers to take a maximum of.
+			var seq *string
+			if err := tx.QueryRow(ctx, `SELECT pg_get_serial_sequence($1, 'id')`, table).Scan(&seq); err != nil {
 				return err
+			}
+			if seq != nil {
+				if _, err := tx.Exec(ctx, `SELECT setval($1, COALESCE((SELECT max(id) FROM `+pgIdent(table)+`), 0) + 1, false)`,
+					*seq); err != nil {
+					return err
+				}
 			}
 		}
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+pgIdent(table)).Scan(&c.Target); err != nil {

@@ -101,6 +101,24 @@ async function main() {
         case 'templates.destroyVersion':
           result = await mg.domains.domainTemplates.destroyVersion(step.domain, step.name, step.tag);
           break;
+        case 'routes.create':
+          result = await mg.routes.create(step.data);
+          break;
+        case 'routes.list':
+          result = await mg.routes.list(step.query || {});
+          break;
+        case 'routes.get':
+          result = await mg.routes.get(step.id);
+          break;
+        case 'routes.update':
+          result = await mg.routes.update(step.id, step.data);
+          break;
+        case 'routes.destroy':
+          result = await mg.routes.destroy(step.id);
+          break;
+        case 'routes.matchAddress':
+          result = await mg.routes.matchAddress(step.address);
+          break;
         case 'events.get':
           result = await mg.events.get(step.domain, step.query || {});
           break;
