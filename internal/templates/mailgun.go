@@ -21,8 +21,8 @@ import (
 type MailgunStore interface {
 	// TemplateByTag returns the version tagged tag.
 	TemplateByTag(ctx context.Context, domainID int64, name, tag string) (Template, error)
-	// Versions returns every version of a name by number (NotFound for
-	// none).
+	// Versions returns every version of a name by number, without their
+	// content (HTML and Text empty; NotFound for none).
 	Versions(ctx context.Context, domainID int64, name string) ([]Template, error)
 	// UpdateVersion changes the content, comment of the version tagged
 	// t.Tag in place, and makes it active when t.Active.
@@ -90,6 +90,9 @@ func (v MailgunVersion) check(name string, withName bool) (Template, *Compiled, 
 	if len(v.Subject) > MaxSubjectBytes {
 		fe.Add("headers", fmt.Sprintf("The Subject header must be at most %d bytes.", MaxSubjectBytes))
 	}
+	if len(v.Comment) > MaxCommentBytes {
+		fe.Add("comment", fmt.Sprintf("The comment must be at most %d bytes.", MaxCommentBytes))
+	}
 	if err := fe.Err(); err != nil {
 		return Template{}, nil, err
 	}
@@ -102,6 +105,13 @@ func (v MailgunVersion) check(name string, withName bool) (Template, *Compiled, 
 	return t, c, err
 }
 
+func checkDescription(d string) error {
+	if len(d) > MaxDescriptionBytes {
+		return apperr.Field("description", fmt.Sprintf("The description must be at most %d bytes.", MaxDescriptionBytes))
+	}
+	return nil
+}
+
 func mailgunFieldMessage(e *apperr.Error) string {
 	var out []string
 	for _, msgs := range e.Fields {
@@ -112,6 +122,9 @@ func mailgunFieldMessage(e *apperr.Error) string {
 
 // CreateMailgun stores a new template with its first version (active).
 func (s *Service) CreateMailgun(ctx context.Context, domainID int64, name, description string, v MailgunVersion) (Template, error) {
+	if err := checkDescription(description); err != nil {
+		return Template{}, err
+	}
 	t, c, err := v.check(name, true)
 	if err != nil {
 		return t, err
@@ -183,7 +196,8 @@ func (s *Service) LoadTag(ctx context.Context, domainID int64, name, tag string)
 	return s.compiledFor(t)
 }
 
-// Versions returns every version of a template, by number.
+// Versions returns every version of a template, by number, without
+// their content (HTML and Text empty): Version has it.
 func (s *Service) Versions(ctx context.Context, domainID int64, name string) ([]Template, error) {
 	list, err := s.store.Versions(ctx, domainID, name)
 	return list, notFound(err, name)
@@ -191,6 +205,9 @@ func (s *Service) Versions(ctx context.Context, domainID int64, name string) ([]
 
 // SetDescription changes a template's description.
 func (s *Service) SetDescription(ctx context.Context, domainID int64, name, description string) error {
+	if err := checkDescription(description); err != nil {
+		return err
+	}
 	return notFound(s.store.SetDescription(ctx, domainID, name, description), name)
 }
 

@@ -20,6 +20,10 @@ const (
 	MaxPerDomain       = 500
 	MaxVersions        = 100
 	maxCompiledEntries = 2000
+	// A Mailgun template's description and a version's comment are shown
+	// in every list, which is read whole.
+	MaxDescriptionBytes = 1024
+	MaxCommentBytes     = 1024
 )
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
@@ -54,7 +58,8 @@ type Store interface {
 	AddVersion(ctx context.Context, t Template, max int) (Template, error)
 	// Template returns a version; version 0 is the active one.
 	Template(ctx context.Context, domainID int64, name string, version int) (Template, error)
-	// ListTemplates returns the newest version of each name, by name.
+	// ListTemplates returns the newest version of each name, by name,
+	// without its content (HTML and Text empty).
 	ListTemplates(ctx context.Context, domainID int64) ([]Template, error)
 	DeleteTemplate(ctx context.Context, domainID int64, name string) error
 	MailgunStore
@@ -159,7 +164,8 @@ func (s *Service) Get(ctx context.Context, domainID int64, name string, version 
 	return t, notFound(err, name)
 }
 
-// List returns the active version of every template of the domain.
+// List returns the active version of every template of the domain,
+// without its content (HTML and Text empty): Get or Load has it.
 func (s *Service) List(ctx context.Context, domainID int64) ([]Template, error) {
 	return s.store.ListTemplates(ctx, domainID)
 }
