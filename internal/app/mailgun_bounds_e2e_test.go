@@ -90,3 +90,69 @@ func TestMailgunTemplateListsReadNoContent(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateTextNotStorable: a NUL byte or invalid UTF-8 in a template's
+// content, subject, comment or description is a 400 (422 in Postline's
+// API) naming the field, and a name or tag with them a 404, on both
+// stores: PostgreSQL refuses such text, and each answered 500 there.
+func TestTemplateTextNotStorable(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		e := startSend(t, d, false, nil)
+		key := e.user.Key
+		base := "/v3/shop.example.com/templates"
+		if r := mgForm(e.Env, key, "POST", base, url.Values{"name": {"ok"}, "template": {"<p>ok</p>"}}); r.StatusCode != 200 {
+			t.Fatalf("create: %d %s", r.StatusCode, r.Body)
+		}
+		for _, c := range []struct {
+			method, path string
+			form         url.Values
+			status       int
+			field        string // the message's start
+		}{
+			{"POST", base, url.Values{"name": {"n1"}, "template": {"a\x00b"}}, 400, "template: "},
+			{"POST", base, url.Values{"name": {"n2"}, "template": {"a\xffb"}}, 400, "template: "},
+			{"POST", base, url.Values{"name": {"n3"}, "template": {"x"}, "description": {"a\x00b"}}, 400, "description: "},
+			{"POST", base, url.Values{"name": {"n4"}, "template": {"x"}, "comment": {"\xff"}}, 400, "comment: "},
+			{"POST", base, url.Values{"name": {"n5"}, "template": {"x"}, "headers": {`{"Subject": "a\u0000"}`}}, 400, "headers: "},
+			{"PUT", base + "/ok", url.Values{"description": {"\xff\x00"}}, 400, "description: "},
+			{"POST", base + "/ok/versions", url.Values{"tag": {"t2"}, "template": {"x"}, "comment": {"\x00"}}, 400, "comment: "},
+			{"PUT", base + "/ok/versions/initial", url.Values{"template": {"\x00"}}, 400, "template: "},
+			{"GET", base + "/ok%00", nil, 404, ""},
+			{"GET", base + "/ok%00/versions", nil, 404, ""},
+			{"GET", base + "/ok/versions/a%00b", nil, 404, ""},
+			{"GET", base + "/ok/versions/%FF", nil, 404, ""},
+			{"PUT", base + "/ok/versions/%00", url.Values{"comment": {"c"}}, 404, ""},
+			{"DELETE", base + "/ok/versions/%00", nil, 404, ""},
+			{"POST", base + "/ok%00/versions", url.Values{"tag": {"t3"}, "template": {"x"}}, 404, ""},
+			{"PUT", base + "/ok%FF", url.Values{"description": {"d"}}, 404, ""},
+			{"DELETE", base + "/ok%00", nil, 404, ""},
+		} {
+			r := mgForm(e.Env, key, c.method, c.path, c.form)
+			if r.StatusCode != c.status || !strings.HasPrefix(fmt.Sprint(r.JSON["message"]), c.field) {
+				t.Errorf("%s %s %q: %d %s; want %d naming %q", c.method, c.path, c.form, r.StatusCode, r.Body, c.status, c.field)
+			}
+		}
+		// A send naming such a template, or version, finds none.
+		for _, form := range []url.Values{{"template": {"ok\x00"}}, {"template": {"ok"}, "t:version": {"\xff"}}} {
+			form.Set("from", "news@shop.example.com")
+			form.Set("to", "ann@rcpt.example.net")
+			if r := mgForm(e.Env, key, "POST", "/v3/shop.example.com/messages", form); r.StatusCode >= 500 {
+				t.Errorf("send with %q: %d %s", form, r.StatusCode, r.Body)
+			}
+		}
+
+		// Postline's own API.
+		native := "/api/domains/shop.example.com/templates"
+		r := e.Do(apitest.Request{Method: "POST", Path: native, Auth: e.user.Auth(),
+			Body: map[string]any{"name": "n6", "subject": "s", "text": "a\x00b", "html": "<p>\x00</p>"}})
+		if errs, _ := r.JSON["errors"].(map[string]any); r.StatusCode != 422 || errs["text"] == nil || errs["html"] == nil {
+			t.Errorf("native create with NUL: %d %s; want 422 naming text and html", r.StatusCode, r.Body)
+		}
+		for _, path := range []string{native + "/ok%00", native + "/%FF"} {
+			if r := e.Do(apitest.Request{Method: "GET", Path: path, Auth: e.user.Auth()}); r.StatusCode != 404 {
+				t.Errorf("GET %s: %d %s; want 404", path, r.StatusCode, r.Body)
+			}
+		}
+	})
+}

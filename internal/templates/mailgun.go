@@ -93,6 +93,7 @@ func (v MailgunVersion) check(name string, withName bool) (Template, *Compiled, 
 	if len(v.Comment) > MaxCommentBytes {
 		fe.Add("comment", fmt.Sprintf("The comment must be at most %d bytes.", MaxCommentBytes))
 	}
+	storable(fe, map[string]string{"template": v.Template, "headers": v.Subject, "comment": v.Comment})
 	if err := fe.Err(); err != nil {
 		return Template{}, nil, err
 	}
@@ -106,10 +107,12 @@ func (v MailgunVersion) check(name string, withName bool) (Template, *Compiled, 
 }
 
 func checkDescription(d string) error {
+	fe := apperr.FieldErrors{}
 	if len(d) > MaxDescriptionBytes {
-		return apperr.Field("description", fmt.Sprintf("The description must be at most %d bytes.", MaxDescriptionBytes))
+		fe.Add("description", fmt.Sprintf("The description must be at most %d bytes.", MaxDescriptionBytes))
 	}
-	return nil
+	storable(fe, map[string]string{"description": d})
+	return fe.Err()
 }
 
 func mailgunFieldMessage(e *apperr.Error) string {
@@ -142,6 +145,9 @@ func (s *Service) CreateMailgun(ctx context.Context, domainID int64, name, descr
 
 // AddMailgunVersion stores a new version of a template.
 func (s *Service) AddMailgunVersion(ctx context.Context, domainID int64, name string, v MailgunVersion) (Template, error) {
+	if err := known(name); err != nil {
+		return Template{}, err
+	}
 	t, c, err := v.check(name, false)
 	if err != nil {
 		return t, err
@@ -183,6 +189,9 @@ func (s *Service) UpdateMailgunVersion(ctx context.Context, domainID int64, name
 
 // Version returns the version of a template tagged tag.
 func (s *Service) Version(ctx context.Context, domainID int64, name, tag string) (Template, error) {
+	if err := known(name, tag); err != nil {
+		return Template{}, err
+	}
 	t, err := s.store.TemplateByTag(ctx, domainID, name, tag)
 	return t, versionNotFound(err, name, tag)
 }
@@ -199,12 +208,18 @@ func (s *Service) LoadTag(ctx context.Context, domainID int64, name, tag string)
 // Versions returns every version of a template, by number, without
 // their content (HTML and Text empty): Version has it.
 func (s *Service) Versions(ctx context.Context, domainID int64, name string) ([]Template, error) {
+	if err := known(name); err != nil {
+		return nil, err
+	}
 	list, err := s.store.Versions(ctx, domainID, name)
 	return list, notFound(err, name)
 }
 
 // SetDescription changes a template's description.
 func (s *Service) SetDescription(ctx context.Context, domainID int64, name, description string) error {
+	if err := known(name); err != nil {
+		return err
+	}
 	if err := checkDescription(description); err != nil {
 		return err
 	}
@@ -213,6 +228,9 @@ func (s *Service) SetDescription(ctx context.Context, domainID int64, name, desc
 
 // DeleteVersion removes a version that is not the active one.
 func (s *Service) DeleteVersion(ctx context.Context, domainID int64, name, tag string) error {
+	if err := known(name, tag); err != nil {
+		return err
+	}
 	return versionNotFound(s.store.DeleteVersion(ctx, domainID, name, tag), name, tag)
 }
 

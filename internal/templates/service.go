@@ -7,8 +7,10 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/postline/postline/internal/apperr"
 )
@@ -113,6 +115,7 @@ func (in Input) check(withName bool) (*Compiled, error) {
 			fe.Add(field, fmt.Sprintf("The %s part must be at most %d bytes.", field, MaxPartBytes))
 		}
 	}
+	storable(fe, map[string]string{"subject": in.Subject, "html": in.HTML, "text": in.Text})
 	if err := fe.Err(); err != nil {
 		return nil, err
 	}
@@ -121,6 +124,32 @@ func (in Input) check(withName bool) (*Compiled, error) {
 		c.Name = in.Name
 	}
 	return c, err
+}
+
+// storable refuses, naming the field, text that is not valid UTF-8 or has
+// a NUL character: PostgreSQL cannot keep either (a 500 before), and
+// SQLite would keep what the other store refuses.
+func storable(fe apperr.FieldErrors, fields map[string]string) {
+	for field, v := range fields {
+		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			fe.Add(field, "The "+field+" must be valid UTF-8 without NUL characters.")
+		}
+	}
+}
+
+// known is NotFound for a name, or a version's tag, that no template can
+// have (both take nameRE's characters), before a store is asked:
+// PostgreSQL refuses to compare text with a NUL or invalid UTF-8.
+func known(name string, tag ...string) error {
+	if !nameRE.MatchString(name) {
+		return notFound(apperr.Errorf(apperr.NotFound, "no such name"), name)
+	}
+	for _, t := range tag {
+		if !nameRE.MatchString(t) {
+			return versionNotFound(apperr.Errorf(apperr.NotFound, "no such tag"), name, t)
+		}
+	}
+	return nil
 }
 
 // Create stores version 1 of a new template.
@@ -142,6 +171,9 @@ func (s *Service) Create(ctx context.Context, domainID int64, in Input) (Templat
 
 // Update stores a new version, which becomes the active one.
 func (s *Service) Update(ctx context.Context, domainID int64, name string, in Input) (Template, error) {
+	if err := known(name); err != nil {
+		return Template{}, err
+	}
 	in.Name = name
 	c, err := in.check(false)
 	if err != nil {
@@ -157,6 +189,9 @@ func (s *Service) Update(ctx context.Context, domainID int64, name string, in In
 
 // Get returns a version (0: the active one).
 func (s *Service) Get(ctx context.Context, domainID int64, name string, version int) (Template, error) {
+	if err := known(name); err != nil {
+		return Template{}, err
+	}
 	t, err := s.store.Template(ctx, domainID, name, version)
 	if apperr.CodeOf(err) == apperr.NotFound && version != 0 {
 		return t, apperr.Errorf(apperr.NotFound, "Template %s has no version %d.", name, version)
@@ -172,6 +207,9 @@ func (s *Service) List(ctx context.Context, domainID int64) ([]Template, error) 
 
 // Delete removes a template and all its versions.
 func (s *Service) Delete(ctx context.Context, domainID int64, name string) error {
+	if err := known(name); err != nil {
+		return err
+	}
 	return notFound(s.store.DeleteTemplate(ctx, domainID, name), name)
 }
 
