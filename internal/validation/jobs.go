@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/postline/postline/internal/apperr"
 )
@@ -191,6 +193,9 @@ func (j *Jobs) CreateNamed(ctx context.Context, accountID int64, name string, em
 	for i, e := range emails {
 		if len(e) > maxInput {
 			return Job{}, apperr.Field(fmt.Sprintf("emails.%d", i), fmt.Sprintf("an address is at most %d bytes", maxInput))
+		}
+		if !utf8.ValidString(e) || strings.ContainsRune(e, 0) { // PostgreSQL cannot store either
+			return Job{}, apperr.Field(fmt.Sprintf("emails.%d", i), "an address must be valid UTF-8 without NUL characters")
 		}
 	}
 	job, err := j.store.CreateJob(ctx, NewJob{AccountID: accountID, Name: name, Emails: emails, CheckMailbox: checkMailbox,
