@@ -5,11 +5,14 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/postline/postline/internal/apitest"
 	"github.com/postline/postline/internal/config"
@@ -224,4 +227,76 @@ func TestBulkListTextNotStorable(t *testing.T) {
 			t.Errorf("a JSON list with a NUL: %d %s; want 422 naming emails.1", r.StatusCode, r.Body)
 		}
 	})
+}
+
+// TestListUploadsReadAtOncePerAccount: a list is read whole before the
+// limit of unfinished jobs is checked, so one account's concurrent uploads
+// each held their list in memory (8 uploads of 63 MB at once, all refused
+// in the end, took the server from 39 MB to 945 MB). An account's uploads
+// being read count against --validation-jobs-per-account: while three of
+// alice's are read, a fourth, Mailgun's or Postline's, is a 429 naming the
+// setting before its body is read; bob's is not held back; once they end,
+// alice uploads again.
+func TestListUploadsReadAtOncePerAccount(t *testing.T) {
+	t.Parallel()
+	e := apitest.Start(t, store.SQLite, func(c *config.Config) { c.RateDomainPerMinute = 100000 })
+	alice, bob := e.NewUser("alice"), e.NewUser("bob")
+	mgAuth := apitest.User{Login: "api", Key: alice.Key}.Auth()
+	// upload starts a list whose body stops after its first line until
+	// finish is closed; the answer comes on the channel.
+	type answer struct {
+		status int
+		body   []byte
+		err    error
+	}
+	finish := make(chan struct{})
+	upload := func(path, auth string, block bool) chan answer {
+		pr, pw := io.Pipe()
+		mw := multipart.NewWriter(pw)
+		go func() {
+			fw, _ := mw.CreateFormFile("file", "list.csv")
+			io.WriteString(fw, "ann@example.org\n")
+			if block {
+				<-finish
+			}
+			io.WriteString(fw, "ben@example.org\n")
+			mw.Close()
+			pw.Close()
+		}()
+		out := make(chan answer, 1)
+		go func() {
+			st, body, err := post(e.URL+path, auth, mw.FormDataContentType(), pr)
+			out <- answer{st, body, err}
+		}()
+		return out
+	}
+	held := []chan answer{upload("/v4/address/validate/bulk/one", mgAuth, true), upload("/v4/address/validate/bulk/two", mgAuth, true),
+		upload("/api/email/validate/jobs", alice.Auth(), true)}
+	time.Sleep(300 * time.Millisecond) // the three are being read
+	for _, c := range []struct{ path, auth string }{{"/v4/address/validate/bulk/four", mgAuth}, {"/api/email/validate/jobs", alice.Auth()}} {
+		select {
+		case a := <-upload(c.path, c.auth, true):
+			if a.status != 429 || !strings.Contains(string(a.body), "validation-jobs-per-account") {
+				t.Errorf("a fourth upload to %s while three are read: %d %s %v; want 429 naming the setting", c.path, a.status, a.body, a.err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("a fourth upload to %s waited to be read; want a 429 at once", c.path)
+		}
+	}
+	if a := <-upload("/api/email/validate/jobs", bob.Auth(), false); a.status != 202 {
+		t.Errorf("bob's upload meanwhile: %d %s %v", a.status, a.body, a.err)
+	}
+	close(finish)
+	for i, c := range held {
+		if a := <-c; a.status != 202 {
+			t.Errorf("held upload %d: %d %s %v", i, a.status, a.body, a.err)
+		}
+	}
+	r := e.Do(apitest.Request{Method: "DELETE", Path: "/v4/address/validate/bulk/one", Auth: mgAuth})
+	if r.StatusCode != 200 {
+		t.Fatalf("cancel one: %d %s", r.StatusCode, r.Body)
+	}
+	if a := <-upload("/v4/address/validate/bulk/five", mgAuth, false); a.status != 202 {
+		t.Errorf("an upload once the others were read and one cancelled: %d %s %v", a.status, a.body, a.err)
+	}
 }

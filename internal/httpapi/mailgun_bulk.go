@@ -74,6 +74,11 @@ func (s *Server) handleMailgunBulkCreate(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
+	done, err := s.Jobs.Reading(p.AccountID)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "multipart/form-data" {
 		return apperr.Field("file", "Upload the list as the multipart/form-data part named file.")
 	}

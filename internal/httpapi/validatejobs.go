@@ -93,6 +93,11 @@ func ReadAddressList(r io.Reader, max int) ([]string, error) {
 }
 
 func (s *Server) handleCreateValidationJob(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	done, err := s.Jobs.Reading(p.AccountID)
+	if err != nil {
+		return err
+	}
+	defer done()
 	var emails []string
 	checkMailbox := false
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -143,6 +144,9 @@ type Jobs struct {
 	owner  string
 	stop   chan struct{}
 	done   chan struct{}
+
+	mu      sync.Mutex
+	reading map[int64]int // uploads being read, by account (Reading)
 }
 
 // NewJobs returns the service. budget may be nil (no budget).
@@ -170,7 +174,31 @@ func NewJobs(st JobStore, v *Validator, budget Budget, cfg JobsConfig) *Jobs {
 	}
 	b := make([]byte, 8)
 	rand.Read(b)
-	return &Jobs{store: st, v: v, budget: budget, cfg: cfg, owner: "jobs-" + hex.EncodeToString(b)}
+	return &Jobs{store: st, v: v, budget: budget, cfg: cfg, owner: "jobs-" + hex.EncodeToString(b), reading: map[int64]int{}}
+}
+
+// Reading takes a place for one of the account's lists while the caller
+// reads it, before it is read: a list is read whole before Create counts
+// the account's unfinished jobs, so each of an account's concurrent
+// uploads held its list in memory (8 of 63 MB at once took ~900 MB). An
+// account's uploads being read count against MaxOpen like its unfinished
+// jobs (per process); past it the upload is refused as RateLimited, unread.
+// done gives the place back.
+func (j *Jobs) Reading(accountID int64) (done func(), err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.reading[accountID] >= j.cfg.MaxOpen {
+		return nil, apperr.Errorf(apperr.RateLimited, "An account may have at most %d unfinished list-cleaning jobs "+
+			"(validation-jobs-per-account), lists being uploaded included: wait for an upload or a job to finish, or cancel one.", j.cfg.MaxOpen)
+	}
+	j.reading[accountID]++
+	return func() {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if j.reading[accountID]--; j.reading[accountID] == 0 {
+			delete(j.reading, accountID)
+		}
+	}, nil
 }
 
 // Create queues a job for emails (1 to MaxJobLines, in input order); an
