@@ -95,9 +95,11 @@ type JobStore interface {
 	// JobNamed is the account's job of that name.
 	JobNamed(ctx context.Context, accountID int64, name string) (Job, error)
 	// DropJobName takes the name off the account's job of that name,
-	// cancelling it when it is not finished.
+	// cancelling it when it is not finished, as CancelJob does.
 	DropJobName(ctx context.Context, accountID int64, name string, now time.Time) (Job, error)
-	// CancelJob cancels a job that is not finished; a finished one is left.
+	// CancelJob cancels a job that is not finished, deleting its lines not
+	// yet checked (Items then gives the checked ones); a finished one is
+	// left.
 	CancelJob(ctx context.Context, accountID, id int64, now time.Time) (Job, error)
 	// Items calls fn with every item of a job in input order.
 	Items(ctx context.Context, jobID int64, fn func(JobItem) error) error
