@@ -300,3 +300,34 @@ func TestListUploadsReadAtOncePerAccount(t *testing.T) {
 		t.Errorf("an upload once the others were read and one cancelled: %d %s %v", a.status, a.body, a.err)
 	}
 }
+
+// TestMailgunTemplateTokensBounded: a 500 KB template of {{a}} parsed to
+// ~25 MB a part, and every version created was kept compiled (ten took
+// the server from 435 MB to 1.3 GB); a part of more than 50,000 tokens is
+// a 400 naming the template and the limit, at create and as a version.
+func TestMailgunTemplateTokensBounded(t *testing.T) {
+	t.Parallel()
+	e := startSend(t, store.SQLite, false, nil)
+	base := "/v3/shop.example.com/templates"
+	bomb := strings.Repeat("{{a}}", 60_000) // 300 KB, under the body limit urlencoded
+	for _, c := range []struct {
+		path string
+		form url.Values
+	}{
+		{base, url.Values{"name": {"bomb"}, "template": {bomb}}},
+		{base, url.Values{"name": {"ok"}, "template": {"<p>{{a}}</p>"}}},
+		{base + "/ok/versions", url.Values{"tag": {"bomb"}, "template": {bomb}}},
+	} {
+		r := mgForm(e.Env, e.user.Key, "POST", c.path, c.form)
+		msg := fmt.Sprint(r.JSON["message"])
+		if c.form.Get("template") != bomb {
+			if r.StatusCode != 200 {
+				t.Fatalf("POST %s: %d %s", c.path, r.StatusCode, r.Body)
+			}
+			continue
+		}
+		if r.StatusCode != 400 || !strings.HasPrefix(msg, "template: ") || !strings.Contains(msg, fmt.Sprintf("more than %d Handlebars tokens", templates.MaxTokens)) {
+			t.Errorf("POST %s with %d tokens: %d %.300s; want 400 naming template and the limit", c.path, 3*60_000, r.StatusCode, r.Body)
+		}
+	}
+}

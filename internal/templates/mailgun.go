@@ -256,6 +256,7 @@ func (c *Compiled) WithSubject(subject string) (*Compiled, error) {
 	out := *c
 	out.subject = s.subject
 	out.statements += s.statements
+	out.size += s.size
 	out.paths = append(slices.Clone(c.paths), s.paths...)
 	return &out, nil
 }

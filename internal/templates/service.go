@@ -22,6 +22,10 @@ const (
 	MaxPerDomain       = 500
 	MaxVersions        = 100
 	maxCompiledEntries = 2000
+	// maxCompiledBytes bounds the compiled versions kept by the memory
+	// they hold (Compiled.size): bounded in number alone, ten versions of
+	// a 500 KB part of {{a}} kept 860 MB.
+	maxCompiledBytes = 64 << 20
 	// A Mailgun template's description and a version's comment are shown
 	// in every list, which is read whole.
 	MaxDescriptionBytes = 1024
@@ -72,8 +76,9 @@ type Service struct {
 	store Store
 	now   func() time.Time
 
-	mu       sync.Mutex
-	compiled map[int64]compiledEntry // by row id
+	mu            sync.Mutex
+	compiled      map[int64]compiledEntry // by row id
+	compiledBytes int                     // their Compiled.size together
 }
 
 // NewService returns a Service; now may be nil.
@@ -247,10 +252,18 @@ func (s *Service) keep(t Template, c *Compiled) {
 	c.Name = fmt.Sprintf("%s (version %d)", t.Name, t.Version)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.compiled) >= maxCompiledEntries {
-		s.compiled = map[int64]compiledEntry{}
+	if c.size > maxCompiledBytes {
+		return
+	}
+	if old, ok := s.compiled[t.ID]; ok {
+		s.compiledBytes -= old.c.size
+		delete(s.compiled, t.ID)
+	}
+	if len(s.compiled) >= maxCompiledEntries || s.compiledBytes+c.size > maxCompiledBytes {
+		s.compiled, s.compiledBytes = map[int64]compiledEntry{}, 0
 	}
 	s.compiled[t.ID] = compiledEntry{c: c, subject: t.Subject, html: t.HTML, text: t.Text}
+	s.compiledBytes += c.size
 }
 
 func notFound(err error, name string) error {
