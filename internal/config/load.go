@@ -156,7 +156,7 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.DurationVar(&cfg.ValidationJobLease, "validation-job-lease", cfg.ValidationJobLease,
 		"how long a process holds a list-cleaning job for one batch; a job whose process died goes on elsewhere after it")
 	fs.IntVar(&cfg.ValidationJobsPerAccount, "validation-jobs-per-account", cfg.ValidationJobsPerAccount,
-		"unfinished list-cleaning jobs (queued or running) one account may have; past it an upload is refused with 429")
+		"unfinished list-cleaning jobs (queued or running) one account may have, and its uploads read at once; past it an upload is refused with 429")
 	fs.Func("validation-catch-all-ttl", "how long a domain found to accept every address is remembered, e.g. 24h or 7d (default 24h)", func(s string) error {
 		d, err := parseDays(s)
 		if err == nil {

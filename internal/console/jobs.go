@@ -18,6 +18,11 @@ import (
 // lines here (validation.MaxJobLines); an account with its maximum of
 // unfinished jobs is told so (429).
 func (c *Console) uploadList(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	done, err := c.deps.Jobs.Reading(s.AccountID)
+	if err != nil {
+		return c.renderValidation(w, r, s, http.StatusTooManyRequests, err.Error())
+	}
+	defer done()
 	f, _, err := r.FormFile("file")
 	if err != nil {
 		return c.renderValidation(w, r, s, http.StatusUnprocessableEntity, "Choose a CSV or text file with one address a line.")

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
@@ -41,11 +43,12 @@ func mailgunJobStatus(status string) string {
 	return "failed" // failed, or cancelled through Postline's own API
 }
 
-// listID is the path's list_id, checked.
+// listID is the path's list_id, checked: text a store can keep and a
+// header can carry (PostgreSQL refuses NUL and invalid UTF-8).
 func listID(r *http.Request) (string, error) {
 	id := r.PathValue("list_id")
-	if id == "" || len(id) > maxListID || strings.ContainsAny(id, "/?#") {
-		return "", apperr.Field("list_id", fmt.Sprintf("A list id is 1 to %d characters.", maxListID))
+	if id == "" || len(id) > maxListID || strings.ContainsAny(id, "/?#") || !utf8.ValidString(id) || strings.ContainsFunc(id, unicode.IsControl) {
+		return "", apperr.Field("list_id", fmt.Sprintf("A list id is 1 to %d characters of UTF-8 text without control characters.", maxListID))
 	}
 	return id, nil
 }
@@ -71,6 +74,11 @@ func (s *Server) handleMailgunBulkCreate(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
+	done, err := s.Jobs.Reading(p.AccountID)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "multipart/form-data" {
 		return apperr.Field("file", "Upload the list as the multipart/form-data part named file.")
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
@@ -56,6 +58,11 @@ func jobView(j validation.Job) jobJSON {
 // byte limit is returned as the *http.MaxBytesError.
 func ReadAddressList(r io.Reader, max int) ([]string, error) {
 	br := bufio.NewReader(r)
+	// Mailgun takes gzip and zip lists; read as text their bytes became a
+	// job of garbage lines.
+	if magic, _ := br.Peek(4); bytes.HasPrefix(magic, []byte{0x1f, 0x8b}) || bytes.HasPrefix(magic, []byte("PK\x03\x04")) {
+		return nil, apperr.Field("file", "The list is compressed (gzip or zip): upload the CSV or text file itself.")
+	}
 	cr := csv.NewReader(br)
 	cr.FieldsPerRecord, cr.LazyQuotes, cr.ReuseRecord = -1, true, true
 	var out []string
@@ -78,11 +85,19 @@ func ReadAddressList(r io.Reader, max int) ([]string, error) {
 		if len(out) == max {
 			return nil, apperr.Field("file", fmt.Sprintf("at most %d addresses a job", max))
 		}
-		out = append(out, v)
+		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			return nil, apperr.Field("file", fmt.Sprintf("line %d is not UTF-8 text or has a NUL character: save the list as UTF-8", line+1))
+		}
+		out = append(out, strings.Clone(v)) // not the whole line the CSV reader allocated
 	}
 }
 
 func (s *Server) handleCreateValidationJob(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	done, err := s.Jobs.Reading(p.AccountID)
+	if err != nil {
+		return err
+	}
+	defer done()
 	var emails []string
 	checkMailbox := false
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))

@@ -16,7 +16,7 @@ func (s Templates) TemplateByTag(ctx context.Context, domainID int64, name, tag 
 
 // Versions implements templates.Store.
 func (s Templates) Versions(ctx context.Context, domainID int64, name string) ([]templates.Template, error) {
-	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+templateCols+` FROM templates WHERE domain_id = $1 AND name = $2
+	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+templateListCols+` FROM templates WHERE domain_id = $1 AND name = $2
 		ORDER BY version`, domainID, name)
 	if err != nil {
 		return nil, notFound(err, "template")

@@ -63,7 +63,11 @@ func (s ValidationJobs) DropJobName(ctx context.Context, accountID int64, name s
 	if err != nil {
 		return validation.Job{}, notFound(err, "validation job")
 	}
-	return s.Job(ctx, accountID, id)
+	j, err := s.Job(ctx, accountID, id)
+	if err != nil || j.Status != validation.JobCancelled {
+		return j, err
+	}
+	return j, s.dropPending(ctx, j)
 }
 
 // Jobs implements validation.JobStore.
@@ -87,11 +91,16 @@ func (s ValidationJobs) Jobs(ctx context.Context, accountID int64, limit int) ([
 
 // CancelJob implements validation.JobStore.
 func (s ValidationJobs) CancelJob(ctx context.Context, accountID, id int64, now time.Time) (validation.Job, error) {
-	if _, err := s.db.w.ExecContext(ctx, `UPDATE validation_jobs SET status = 'cancelled', updated_at = $3, lease_owner = NULL
-		WHERE id = $1 AND account_id = $2 AND status IN ('queued', 'running')`, id, accountID, ms(now)); err != nil {
+	res, err := s.db.w.ExecContext(ctx, `UPDATE validation_jobs SET status = 'cancelled', updated_at = $3, lease_owner = NULL
+		WHERE id = $1 AND account_id = $2 AND status IN ('queued', 'running')`, id, accountID, ms(now))
+	if err != nil {
 		return validation.Job{}, notFound(err, "validation job")
 	}
-	return s.Job(ctx, accountID, id)
+	j, err := s.Job(ctx, accountID, id)
+	if n, _ := res.RowsAffected(); err != nil || n == 0 {
+		return j, err
+	}
+	return j, s.dropPending(ctx, j)
 }
 
 // Items implements validation.JobStore, reading in pages by index so a

@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("ValidationJobs", func(t *testing.T) { t.Parallel(); testValidationJobs(t, open(t)) })
 	t.Run("ValidationJobNames", func(t *testing.T) { t.Parallel(); testValidationJobNames(t, open(t)) })
 	t.Run("ValidationJobRuns", func(t *testing.T) { t.Parallel(); testValidationJobRuns(t, open(t)) })
+	t.Run("ValidationJobCancel", func(t *testing.T) { t.Parallel(); testValidationJobCancelDropsPending(t, open(t)) })
 	t.Run("ValidationCache", func(t *testing.T) { t.Parallel(); testValidationCache(t, open(t)) })
 	t.Run("Sessions", func(t *testing.T) { t.Parallel(); testSessions(t, open(t)) })
 	t.Run("Queue", func(t *testing.T) { t.Parallel(); testQueue(t, open(t)) })

@@ -83,6 +83,9 @@ func testTemplates(t *testing.T, db *store.DB) {
 		list[1].Name != "welcome" || list[1].Version != 2 || list[1].Versions != 2 || list[1].Subject != "Hi {{name}}" {
 		t.Fatalf("ListTemplates = %+v, %v; want invoice (1 version), welcome (newest of 2), by name", list, err)
 	}
+	if list[1].HTML != "" || list[1].Text != "" {
+		t.Fatalf("ListTemplates read the content (%q, %q); lists are read without it", list[1].HTML, list[1].Text)
+	}
 	if list, err := s.ListTemplates(ctx, bob.ID); err != nil || len(list) != 1 || list[0].ID != bobs.ID {
 		t.Fatalf("Bob's ListTemplates = %+v, %v; want only his welcome", list, err)
 	}
@@ -227,6 +230,9 @@ func testTemplateTags(t *testing.T, db *store.DB) {
 	list, err := s.Versions(ctx, alice.ID, "news")
 	if err != nil || len(list) != 1 || list[0].Tag != "draft" || list[0].Description != "Weekly" {
 		t.Fatalf("Versions = %+v, %v; want draft alone, described Weekly", list, err)
+	}
+	if list[0].HTML != "" || list[0].Text != "" {
+		t.Fatalf("Versions read the content (%q, %q); lists are read without it", list[0].HTML, list[0].Text)
 	}
 	// Postline's next version is numbered 3 and tagged so.
 	v3, err := s.AddVersion(ctx, templates.Template{DomainID: alice.ID, Name: "news", Subject: "s3", Text: "t3", Active: true, CreatedAt: now}, 10)

@@ -16,7 +16,9 @@ import (
 //
 //   - a part's source is at most MaxPartBytes, and it is scanned (linear)
 //     before raymond parses it: blocks and subexpressions nested past
-//     MaxDepth, or a path of more than MaxPathSegments, are refused there;
+//     MaxDepth, a path of more than MaxPathSegments, or more than MaxTokens
+//     tokens are refused there (a parsed token takes ~160 bytes: a 500 KB
+//     part of {{a}} parsed to ~25 MB, twice over while it is compiled);
 //   - rendering checks a deadline (RenderTimeout) in every block helper
 //     and every {{#each}} iteration, and stops itself past it. Between two
 //     checks it evaluates at most the template once over (no loop), which
@@ -25,16 +27,21 @@ import (
 const (
 	MaxDepth        = 100
 	MaxPathSegments = 32
+	MaxTokens       = 50_000
 	RenderTimeout   = 2 * time.Second
 )
+
+// tokenBytes is about what one token of a part takes once parsed (measured:
+// 140 to 160 bytes), for the memory a compiled template holds.
+const tokenBytes = 160
 
 // precheck scans a part with raymond's own lexer (so it sees the tokens
 // the parser will) and refuses what would make parsing or rendering
 // expensive. It also refuses block tokens with no block to belong to:
 // raymond's parser, failing before the end of its input, leaves its lexer
 // goroutine blocked for good, holding the source; those are the commonest
-// such failures.
-func precheck(src, field string) error {
+// such failures. It returns how many tokens src has.
+func precheck(src, field string) (int, error) {
 	l := lexer.Scan(src)
 	var refusal error
 	fail := func(format string, args ...any) {
@@ -45,11 +52,14 @@ func precheck(src, field string) error {
 	// levels holds, per open block, how deep it nests what it holds: one,
 	// and one more for each {{else if}} of its chain.
 	var levels []int
-	depth, sexpr, segments := 0, 0, 0
+	depth, sexpr, segments, tokens := 0, 0, 0, 0
 	for prev := lexer.TokenEOF; ; {
 		tok := l.NextToken()
 		if tok.Kind == lexer.TokenEOF || tok.Kind == lexer.TokenError {
-			return refusal
+			return tokens, refusal
+		}
+		if tokens++; tokens > MaxTokens {
+			fail("has more than %d Handlebars tokens (expressions, their parts and the text between them).", MaxTokens)
 		}
 		if refusal != nil {
 			continue // read on: the lexer goroutine ends only at the end

@@ -57,7 +57,12 @@ func TestCompileLimitsAreInclusive(t *testing.T) {
 			t.Errorf("%.60q: %v", src, err)
 		}
 	}
+	// "x{{a}}" is four tokens: the text, {{, a and }}.
+	if _, err := Compile("s", strings.Repeat("x{{a}}", MaxTokens/4), "t", false); err != nil {
+		t.Errorf("%d tokens: %v", MaxTokens, err)
+	}
 	for src, want := range map[string]string{
+		strings.Repeat("x{{a}}", MaxTokens/4) + "y":                                     "more than 50000 Handlebars tokens",
 		"{{" + strings.Repeat("a.", MaxPathSegments) + "a}}":                            "segments",
 		"{{" + strings.Repeat("../", MaxPathSegments) + "a}}":                           "segments",
 		strings.Repeat("{{#if a}}", MaxDepth+1) + strings.Repeat("{{/if}}", MaxDepth+1): "deep",
@@ -111,4 +116,32 @@ func TestRenderStopsAtItsDeadline(t *testing.T) {
 	if _, err = c.Render(map[string]any{"list": list}); !strings.Contains(refusal(t, err, "variables"), "took longer than") {
 		t.Errorf("inline: %v", err)
 	}
+}
+
+// A 500 KB part of {{a}} parses to ~25 MB, and the compiled templates kept
+// were bounded in number alone (2,000): ten such versions created through
+// the API kept 860 MB. What is kept is bounded by an estimate of the
+// memory each holds (64 MiB of estimate); a part of more tokens than these
+// is refused first.
+func TestCompiledTemplatesKeptAreBounded(t *testing.T) {
+	s := NewService(nil, nil)
+	src := strings.Repeat("{{a}}", MaxTokens/3)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range 14 { // ~8 MiB each: 112 MiB kept without the bound
+		// Distinct sources, as distinct versions have.
+		part := src + strings.Repeat(" ", i)
+		c, err := Compile("s", part, part, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.keep(Template{ID: int64(i + 1), Name: "big", Subject: "s", HTML: part, Text: part}, c)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if kept := int64(after.HeapAlloc) - int64(before.HeapAlloc); kept > 64<<20 {
+		t.Errorf("14 compiled templates of %d tokens a part keep %d MiB; want at most 64 MiB", MaxTokens/3*3, kept>>20)
+	}
+	runtime.KeepAlive(s)
 }

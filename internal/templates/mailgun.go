@@ -21,8 +21,8 @@ import (
 type MailgunStore interface {
 	// TemplateByTag returns the version tagged tag.
 	TemplateByTag(ctx context.Context, domainID int64, name, tag string) (Template, error)
-	// Versions returns every version of a name by number (NotFound for
-	// none).
+	// Versions returns every version of a name by number, without their
+	// content (HTML and Text empty; NotFound for none).
 	Versions(ctx context.Context, domainID int64, name string) ([]Template, error)
 	// UpdateVersion changes the content, comment of the version tagged
 	// t.Tag in place, and makes it active when t.Active.
@@ -90,6 +90,10 @@ func (v MailgunVersion) check(name string, withName bool) (Template, *Compiled, 
 	if len(v.Subject) > MaxSubjectBytes {
 		fe.Add("headers", fmt.Sprintf("The Subject header must be at most %d bytes.", MaxSubjectBytes))
 	}
+	if len(v.Comment) > MaxCommentBytes {
+		fe.Add("comment", fmt.Sprintf("The comment must be at most %d bytes.", MaxCommentBytes))
+	}
+	storable(fe, map[string]string{"template": v.Template, "headers": v.Subject, "comment": v.Comment})
 	if err := fe.Err(); err != nil {
 		return Template{}, nil, err
 	}
@@ -102,6 +106,15 @@ func (v MailgunVersion) check(name string, withName bool) (Template, *Compiled, 
 	return t, c, err
 }
 
+func checkDescription(d string) error {
+	fe := apperr.FieldErrors{}
+	if len(d) > MaxDescriptionBytes {
+		fe.Add("description", fmt.Sprintf("The description must be at most %d bytes.", MaxDescriptionBytes))
+	}
+	storable(fe, map[string]string{"description": d})
+	return fe.Err()
+}
+
 func mailgunFieldMessage(e *apperr.Error) string {
 	var out []string
 	for _, msgs := range e.Fields {
@@ -112,6 +125,9 @@ func mailgunFieldMessage(e *apperr.Error) string {
 
 // CreateMailgun stores a new template with its first version (active).
 func (s *Service) CreateMailgun(ctx context.Context, domainID int64, name, description string, v MailgunVersion) (Template, error) {
+	if err := checkDescription(description); err != nil {
+		return Template{}, err
+	}
 	t, c, err := v.check(name, true)
 	if err != nil {
 		return t, err
@@ -129,6 +145,9 @@ func (s *Service) CreateMailgun(ctx context.Context, domainID int64, name, descr
 
 // AddMailgunVersion stores a new version of a template.
 func (s *Service) AddMailgunVersion(ctx context.Context, domainID int64, name string, v MailgunVersion) (Template, error) {
+	if err := known(name); err != nil {
+		return Template{}, err
+	}
 	t, c, err := v.check(name, false)
 	if err != nil {
 		return t, err
@@ -170,6 +189,9 @@ func (s *Service) UpdateMailgunVersion(ctx context.Context, domainID int64, name
 
 // Version returns the version of a template tagged tag.
 func (s *Service) Version(ctx context.Context, domainID int64, name, tag string) (Template, error) {
+	if err := known(name, tag); err != nil {
+		return Template{}, err
+	}
 	t, err := s.store.TemplateByTag(ctx, domainID, name, tag)
 	return t, versionNotFound(err, name, tag)
 }
@@ -183,19 +205,32 @@ func (s *Service) LoadTag(ctx context.Context, domainID int64, name, tag string)
 	return s.compiledFor(t)
 }
 
-// Versions returns every version of a template, by number.
+// Versions returns every version of a template, by number, without
+// their content (HTML and Text empty): Version has it.
 func (s *Service) Versions(ctx context.Context, domainID int64, name string) ([]Template, error) {
+	if err := known(name); err != nil {
+		return nil, err
+	}
 	list, err := s.store.Versions(ctx, domainID, name)
 	return list, notFound(err, name)
 }
 
 // SetDescription changes a template's description.
 func (s *Service) SetDescription(ctx context.Context, domainID int64, name, description string) error {
+	if err := known(name); err != nil {
+		return err
+	}
+	if err := checkDescription(description); err != nil {
+		return err
+	}
 	return notFound(s.store.SetDescription(ctx, domainID, name, description), name)
 }
 
 // DeleteVersion removes a version that is not the active one.
 func (s *Service) DeleteVersion(ctx context.Context, domainID int64, name, tag string) error {
+	if err := known(name, tag); err != nil {
+		return err
+	}
 	return versionNotFound(s.store.DeleteVersion(ctx, domainID, name, tag), name, tag)
 }
 
@@ -221,6 +256,7 @@ func (c *Compiled) WithSubject(subject string) (*Compiled, error) {
 	out := *c
 	out.subject = s.subject
 	out.statements += s.statements
+	out.size += s.size
 	out.paths = append(slices.Clone(c.paths), s.paths...)
 	return &out, nil
 }

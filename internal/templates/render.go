@@ -39,8 +39,11 @@ type Compiled struct {
 	paths []string
 	// statements counts the {{value}} statements of all parts.
 	statements int
-	Strict     bool
-	timeout    time.Duration // RenderTimeout unless a test sets it
+	// size estimates the memory the parts hold: their sources and their
+	// tokens (tokenBytes each).
+	size    int
+	Strict  bool
+	timeout time.Duration // RenderTimeout unless a test sets it
 }
 
 // Rendered is a template's output for one set of variables.
@@ -90,9 +93,11 @@ func Compile(subject, html, text string, strict bool) (*Compiled, error) {
 		if len(p.src) > MaxPartBytes {
 			return nil, apperr.Field(p.field, fmt.Sprintf("The %s template must be at most %d bytes.", p.field, MaxPartBytes))
 		}
-		if err := precheck(p.src, p.field); err != nil {
+		tokens, err := precheck(p.src, p.field)
+		if err != nil {
 			return nil, err
 		}
+		c.size += len(p.src) + tokens*tokenBytes
 		prog, err := parser.Parse(p.src)
 		if err != nil {
 			return nil, apperr.Field(p.field, fmt.Sprintf("The %s template does not parse: %s", p.field, cleanErr(err)))

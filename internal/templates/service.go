@@ -7,8 +7,10 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/postline/postline/internal/apperr"
 )
@@ -20,6 +22,14 @@ const (
 	MaxPerDomain       = 500
 	MaxVersions        = 100
 	maxCompiledEntries = 2000
+	// maxCompiledBytes bounds the compiled versions kept by the memory
+	// they hold (Compiled.size): bounded in number alone, ten versions of
+	// a 500 KB part of {{a}} kept 860 MB.
+	maxCompiledBytes = 64 << 20
+	// A Mailgun template's description and a version's comment are shown
+	// in every list, which is read whole.
+	MaxDescriptionBytes = 1024
+	MaxCommentBytes     = 1024
 )
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
@@ -54,7 +64,8 @@ type Store interface {
 	AddVersion(ctx context.Context, t Template, max int) (Template, error)
 	// Template returns a version; version 0 is the active one.
 	Template(ctx context.Context, domainID int64, name string, version int) (Template, error)
-	// ListTemplates returns the newest version of each name, by name.
+	// ListTemplates returns the newest version of each name, by name,
+	// without its content (HTML and Text empty).
 	ListTemplates(ctx context.Context, domainID int64) ([]Template, error)
 	DeleteTemplate(ctx context.Context, domainID int64, name string) error
 	MailgunStore
@@ -65,8 +76,9 @@ type Service struct {
 	store Store
 	now   func() time.Time
 
-	mu       sync.Mutex
-	compiled map[int64]compiledEntry // by row id
+	mu            sync.Mutex
+	compiled      map[int64]compiledEntry // by row id
+	compiledBytes int                     // their Compiled.size together
 }
 
 // NewService returns a Service; now may be nil.
@@ -108,6 +120,7 @@ func (in Input) check(withName bool) (*Compiled, error) {
 			fe.Add(field, fmt.Sprintf("The %s part must be at most %d bytes.", field, MaxPartBytes))
 		}
 	}
+	storable(fe, map[string]string{"subject": in.Subject, "html": in.HTML, "text": in.Text})
 	if err := fe.Err(); err != nil {
 		return nil, err
 	}
@@ -116,6 +129,32 @@ func (in Input) check(withName bool) (*Compiled, error) {
 		c.Name = in.Name
 	}
 	return c, err
+}
+
+// storable refuses, naming the field, text that is not valid UTF-8 or has
+// a NUL character: PostgreSQL cannot keep either (a 500 before), and
+// SQLite would keep what the other store refuses.
+func storable(fe apperr.FieldErrors, fields map[string]string) {
+	for field, v := range fields {
+		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			fe.Add(field, "The "+field+" must be valid UTF-8 without NUL characters.")
+		}
+	}
+}
+
+// known is NotFound for a name, or a version's tag, that no template can
+// have (both take nameRE's characters), before a store is asked:
+// PostgreSQL refuses to compare text with a NUL or invalid UTF-8.
+func known(name string, tag ...string) error {
+	if !nameRE.MatchString(name) {
+		return notFound(apperr.Errorf(apperr.NotFound, "no such name"), name)
+	}
+	for _, t := range tag {
+		if !nameRE.MatchString(t) {
+			return versionNotFound(apperr.Errorf(apperr.NotFound, "no such tag"), name, t)
+		}
+	}
+	return nil
 }
 
 // Create stores version 1 of a new template.
@@ -137,6 +176,9 @@ func (s *Service) Create(ctx context.Context, domainID int64, in Input) (Templat
 
 // Update stores a new version, which becomes the active one.
 func (s *Service) Update(ctx context.Context, domainID int64, name string, in Input) (Template, error) {
+	if err := known(name); err != nil {
+		return Template{}, err
+	}
 	in.Name = name
 	c, err := in.check(false)
 	if err != nil {
@@ -152,6 +194,9 @@ func (s *Service) Update(ctx context.Context, domainID int64, name string, in In
 
 // Get returns a version (0: the active one).
 func (s *Service) Get(ctx context.Context, domainID int64, name string, version int) (Template, error) {
+	if err := known(name); err != nil {
+		return Template{}, err
+	}
 	t, err := s.store.Template(ctx, domainID, name, version)
 	if apperr.CodeOf(err) == apperr.NotFound && version != 0 {
 		return t, apperr.Errorf(apperr.NotFound, "Template %s has no version %d.", name, version)
@@ -159,13 +204,17 @@ func (s *Service) Get(ctx context.Context, domainID int64, name string, version 
 	return t, notFound(err, name)
 }
 
-// List returns the active version of every template of the domain.
+// List returns the active version of every template of the domain,
+// without its content (HTML and Text empty): Get or Load has it.
 func (s *Service) List(ctx context.Context, domainID int64) ([]Template, error) {
 	return s.store.ListTemplates(ctx, domainID)
 }
 
 // Delete removes a template and all its versions.
 func (s *Service) Delete(ctx context.Context, domainID int64, name string) error {
+	if err := known(name); err != nil {
+		return err
+	}
 	return notFound(s.store.DeleteTemplate(ctx, domainID, name), name)
 }
 
@@ -203,10 +252,18 @@ func (s *Service) keep(t Template, c *Compiled) {
 	c.Name = fmt.Sprintf("%s (version %d)", t.Name, t.Version)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.compiled) >= maxCompiledEntries {
-		s.compiled = map[int64]compiledEntry{}
+	if c.size > maxCompiledBytes {
+		return
+	}
+	if old, ok := s.compiled[t.ID]; ok {
+		s.compiledBytes -= old.c.size
+		delete(s.compiled, t.ID)
+	}
+	if len(s.compiled) >= maxCompiledEntries || s.compiledBytes+c.size > maxCompiledBytes {
+		s.compiled, s.compiledBytes = map[int64]compiledEntry{}, 0
 	}
 	s.compiled[t.ID] = compiledEntry{c: c, subject: t.Subject, html: t.HTML, text: t.Text}
+	s.compiledBytes += c.size
 }
 
 func notFound(err error, name string) error {

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/postline/postline/internal/apperr"
 )
@@ -92,9 +95,11 @@ type JobStore interface {
 	// JobNamed is the account's job of that name.
 	JobNamed(ctx context.Context, accountID int64, name string) (Job, error)
 	// DropJobName takes the name off the account's job of that name,
-	// cancelling it when it is not finished.
+	// cancelling it when it is not finished, as CancelJob does.
 	DropJobName(ctx context.Context, accountID int64, name string, now time.Time) (Job, error)
-	// CancelJob cancels a job that is not finished; a finished one is left.
+	// CancelJob cancels a job that is not finished, deleting its lines not
+	// yet checked (Items then gives the checked ones); a finished one is
+	// left.
 	CancelJob(ctx context.Context, accountID, id int64, now time.Time) (Job, error)
 	// Items calls fn with every item of a job in input order.
 	Items(ctx context.Context, jobID int64, fn func(JobItem) error) error
@@ -141,6 +146,9 @@ type Jobs struct {
 	owner  string
 	stop   chan struct{}
 	done   chan struct{}
+
+	mu      sync.Mutex
+	reading map[int64]int // uploads being read, by account (Reading)
 }
 
 // NewJobs returns the service. budget may be nil (no budget).
@@ -168,7 +176,31 @@ func NewJobs(st JobStore, v *Validator, budget Budget, cfg JobsConfig) *Jobs {
 	}
 	b := make([]byte, 8)
 	rand.Read(b)
-	return &Jobs{store: st, v: v, budget: budget, cfg: cfg, owner: "jobs-" + hex.EncodeToString(b)}
+	return &Jobs{store: st, v: v, budget: budget, cfg: cfg, owner: "jobs-" + hex.EncodeToString(b), reading: map[int64]int{}}
+}
+
+// Reading takes a place for one of the account's lists while the caller
+// reads it, before it is read: a list is read whole before Create counts
+// the account's unfinished jobs, so each of an account's concurrent
+// uploads held its list in memory (8 of 63 MB at once took ~900 MB). An
+// account's uploads being read count against MaxOpen like its unfinished
+// jobs (per process); past it the upload is refused as RateLimited, unread.
+// done gives the place back.
+func (j *Jobs) Reading(accountID int64) (done func(), err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.reading[accountID] >= j.cfg.MaxOpen {
+		return nil, apperr.Errorf(apperr.RateLimited, "An account may have at most %d unfinished list-cleaning jobs "+
+			"(validation-jobs-per-account), lists being uploaded included: wait for an upload or a job to finish, or cancel one.", j.cfg.MaxOpen)
+	}
+	j.reading[accountID]++
+	return func() {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if j.reading[accountID]--; j.reading[accountID] == 0 {
+			delete(j.reading, accountID)
+		}
+	}, nil
 }
 
 // Create queues a job for emails (1 to MaxJobLines, in input order); an
@@ -191,6 +223,9 @@ func (j *Jobs) CreateNamed(ctx context.Context, accountID int64, name string, em
 	for i, e := range emails {
 		if len(e) > maxInput {
 			return Job{}, apperr.Field(fmt.Sprintf("emails.%d", i), fmt.Sprintf("an address is at most %d bytes", maxInput))
+		}
+		if !utf8.ValidString(e) || strings.ContainsRune(e, 0) { // PostgreSQL cannot store either
+			return Job{}, apperr.Field(fmt.Sprintf("emails.%d", i), "an address must be valid UTF-8 without NUL characters")
 		}
 	}
 	job, err := j.store.CreateJob(ctx, NewJob{AccountID: accountID, Name: name, Emails: emails, CheckMailbox: checkMailbox,
