@@ -204,6 +204,8 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		ClaimTTL:       cfg.DomainClaimTTL,
 		OwnedCacheTTL:  time.Second, // another process's change is seen within it
 		HasPool:        a.Egress.HasPool,
+		Logger:         a.Logger,
+		Metrics:        domain.NewMetrics(a.Registry),
 	})
 	a.Suppressions = suppression.NewService(store.NewSuppressions(db), nil)
 	a.keyIndex = suppression.NewKeyIndex(db.SuppressionWrites)
@@ -317,6 +319,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopWatch()
 	go a.watchValidationCache(wctx)
 	go a.sweepClaims(wctx)
+	if a.Config.DomainRecheckInterval > 0 {
+		go a.recheckDomains(wctx, a.Config.DomainRecheckInterval)
+	}
 	if err := a.FollowLists(ctx, wctx); err != nil {
 		return err
 	}

@@ -61,19 +61,28 @@ func (c *Console) verifyDomain(w http.ResponseWriter, r *http.Request, s *accoun
 	d, recs, err := c.deps.Domains.Verify(r.Context(), d, false)
 	if apperr.CodeOf(err) == apperr.Conflict {
 		c.render(w, http.StatusConflict, "domain", view{Title: d.Name, Session: s, Data: map[string]any{"Domain": d,
-			"Records": c.deps.Domains.Records(d), "Claim": d.ClaimStatus(), "Notice": apperrMessage(err)}})
+			"Records": c.deps.Domains.CheckedRecords(d), "Claim": d.ClaimStatus(), "Notice": apperrMessage(err)}})
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	notice := d.Name + " is verified."
-	if !d.Verified() {
-		notice = d.Name + " is not verified yet: publish the records marked missing or mismatch, then verify again."
-	}
 	c.render(w, http.StatusOK, "domain", view{Title: d.Name, Session: s, Data: map[string]any{"Domain": d,
-		"Records": recs, "Claim": d.ClaimStatus(), "Notice": notice}})
+		"Records": recs, "Claim": d.ClaimStatus(), "Notice": verifyNotice(d)}})
 	return nil
+}
+
+// verifyNotice says what a check found and what it changed: a verified
+// domain stays verified whatever the check finds.
+func verifyNotice(d domain.Domain) string {
+	switch {
+	case d.RecordsChanged():
+		return d.Name + " stays verified and keeps sending, but its DNS records changed since verification: " +
+			"publish the records marked missing or mismatch (a passing DNS failure clears by itself at the next check)."
+	case d.Verified():
+		return d.Name + " is verified: every required record is in place."
+	}
+	return d.Name + " is not verified yet: publish the records marked missing or mismatch, then verify again."
 }
 
 // deleteDomain removes a domain once its name is typed again.
@@ -84,7 +93,7 @@ func (c *Console) deleteDomain(w http.ResponseWriter, r *http.Request, s *accoun
 	}
 	if strings.TrimSpace(r.PostFormValue("confirm")) != d.Name {
 		c.render(w, http.StatusUnprocessableEntity, "domain", view{Title: d.Name, Session: s, Data: map[string]any{"Domain": d,
-			"Records": c.deps.Domains.Records(d), "Claim": d.ClaimStatus(), "ConfirmError": "Type " + d.Name + " to confirm."}})
+			"Records": c.deps.Domains.CheckedRecords(d), "Claim": d.ClaimStatus(), "ConfirmError": "Type " + d.Name + " to confirm."}})
 		return nil
 	}
 	if err := c.deps.Domains.Remove(r.Context(), d); err != nil {
@@ -125,7 +134,7 @@ func (c *Console) domainSettings(w http.ResponseWriter, r *http.Request, s *acco
 			fields = map[string][]string{"settings": {e.Message}}
 		}
 		c.render(w, http.StatusUnprocessableEntity, "domain", view{Title: d.Name, Session: s, Data: map[string]any{"Domain": d,
-			"Records": c.deps.Domains.Records(d), "Claim": d.ClaimStatus(), "Errors": fields}})
+			"Records": c.deps.Domains.CheckedRecords(d), "Claim": d.ClaimStatus(), "Errors": fields}})
 		return nil
 	}
 	switch r.PostFormValue("section") {

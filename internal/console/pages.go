@@ -214,7 +214,7 @@ func (c *Console) domainPage(w http.ResponseWriter, r *http.Request, s *account.
 		return err
 	}
 	c.render(w, http.StatusOK, "domain", view{Title: d.Name, Session: s,
-		Data: map[string]any{"Domain": d, "Records": c.deps.Domains.Records(d), "Claim": d.ClaimStatus()}})
+		Data: map[string]any{"Domain": d, "Records": c.deps.Domains.CheckedRecords(d), "Claim": d.ClaimStatus()}})
 	return nil
 }
 

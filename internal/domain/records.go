@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/dnsclient"
 )
 
@@ -55,50 +54,6 @@ func (s *Service) Records(d Domain) []Record {
 		}
 	}
 	return recs
-}
-
-// Verify looks up every record and marks the domain verified when all
-// required ones are in place; otherwise it clears verification. With force,
-// the operator marks it verified without looking anything up.
-func (s *Service) Verify(ctx context.Context, d Domain, force bool) (Domain, []Record, error) {
-	d, err := s.Current(ctx, d)
-	if err != nil {
-		return d, nil, err
-	}
-	if err := d.CheckClaim(); err != nil {
-		return d, nil, err
-	}
-	for _, h := range []struct{ host, what string }{{d.Name, "domain"}, {d.TrackingDomain, "tracking host"}, {d.AuthDomain, "authentication host"}} {
-		if h.host == "" {
-			continue
-		}
-		if err := s.checkHost(ctx, d.AccountID, h.host, h.what); err != nil {
-			return d, nil, err
-		}
-	}
-	recs := s.Records(d)
-	ok := true
-	if !force {
-		if s.resolver == nil {
-			return d, nil, apperr.Errorf(apperr.Unavailable, "no DNS resolver configured")
-		}
-		for i := range recs {
-			recs[i].Status = s.check(ctx, recs[i])
-			if recs[i].Required && recs[i].Status != StatusOK {
-				ok = false
-			}
-		}
-	}
-	now := s.cfg.Now().UTC()
-	if ok {
-		d.VerifiedAt, d.ClaimExpiresAt = &now, nil
-		return d, recs, s.store.VerifyDomain(ctx, d, "another account verified "+d.Name+" first")
-	}
-	// A domain that was verified keeps no expiry when its records go away:
-	// it has a log and settings worth keeping, and, unverified, it reserves
-	// nothing either.
-	d.VerifiedAt = nil
-	return d, recs, s.store.VerifyDomain(ctx, d, "")
 }
 
 func (s *Service) check(ctx context.Context, r Record) string {

@@ -26,6 +26,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("AccountEgressPool", func(t *testing.T) { t.Parallel(); testAccountEgressPool(t, open(t)) })
 	t.Run("DomainClaims", func(t *testing.T) { t.Parallel(); testDomainClaims(t, open(t)) })
 	t.Run("OwnedCache", func(t *testing.T) { t.Parallel(); testOwnedCache(t, open(t)) })
+	t.Run("DomainDNSChecks", func(t *testing.T) { t.Parallel(); testDomainDNSChecks(t, open(t)) })
 	t.Run("VerifyWritesVerificationOnly", func(t *testing.T) { t.Parallel(); testVerifyWritesVerificationOnly(t, open(t)) })
 	t.Run("Suppressions", func(t *testing.T) { t.Parallel(); testSuppressions(t, open(t)) })
 	t.Run("SuppressionFeeds", func(t *testing.T) { t.Parallel(); testSuppressionFeeds(t, open(t)) })
