@@ -2,7 +2,9 @@ package app_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"flag"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,11 +24,42 @@ import (
 // to a temporary directory, so that a test run leaves the tree as it was.
 var screenshots = flag.Bool("screenshots", false, "write the browser test's screenshots to docs/screenshots")
 
+// trackedScreenshots is where the README's screenshots are kept.
+const trackedScreenshots = "../../docs/screenshots"
+
+// screenshotDir is where the test writes its screenshots. Without
+// -screenshots the tracked ones must come out of the run as they went in
+// (a test never changes the working tree): the test fails otherwise.
 func screenshotDir(t *testing.T) string {
 	if *screenshots {
-		return "../../docs/screenshots"
+		return trackedScreenshots
 	}
+	before := hashFiles(t, trackedScreenshots)
+	t.Cleanup(func() {
+		if after := hashFiles(t, trackedScreenshots); !maps.Equal(before, after) {
+			t.Errorf("the test changed the tracked screenshots in docs/screenshots (%d files before, %d after); "+
+				"only -screenshots may write them", len(before), len(after))
+		}
+	})
 	return t.TempDir()
+}
+
+// hashFiles is each file of dir by name, as a SHA-256.
+func hashFiles(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][32]byte{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = sha256.Sum256(b)
+	}
+	return out
 }
 
 // browserContext starts Debian's chromium headless with a throwaway

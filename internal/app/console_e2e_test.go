@@ -366,7 +366,8 @@ func TestConsoleWebhooks(t *testing.T) {
 
 // TestConsoleOperator: the operator page is 403 to senders; an operator
 // creates and disables accounts there (the disabled account's key stops
-// working) and sees the queue.
+// working, the last enabled operator cannot disable itself) and sees the
+// queue.
 func TestConsoleOperator(t *testing.T) {
 	t.Parallel()
 	env := apitest.Start(t, store.SQLite, nil)
@@ -416,6 +417,14 @@ func TestConsoleOperator(t *testing.T) {
 	b.do("POST", "/admin/accounts/op/disable", url.Values{"csrf": {csrf}}, nil) // alice's ended session, the operator's token
 	if resp := env.Do(apitest.Request{Method: "GET", Path: "/api/domains", Auth: op.Auth()}); resp.StatusCode != 200 {
 		t.Error("a signed-out browser with the operator's CSRF token disabled the operator")
+	}
+	// The last enabled operator cannot lock itself out (issue 32, defect 5).
+	r, page = o.do("POST", "/admin/accounts/op/disable", url.Values{"csrf": {csrf}}, nil)
+	if r.StatusCode != 409 || !strings.Contains(page, "op is the last enabled operator account") {
+		t.Errorf("the last operator disabling itself: %d\n%s", r.StatusCode, page)
+	}
+	if r, _ := o.do("GET", "/admin", nil, nil); r.StatusCode != 200 {
+		t.Errorf("the operator page after the refusal: %d, want the operator still signed in", r.StatusCode)
 	}
 }
 

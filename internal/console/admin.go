@@ -97,6 +97,9 @@ func (c *Console) adminSetDisabled(disable bool) pageFunc {
 		} else {
 			err = c.deps.Accounts.EnableUser(r.Context(), login)
 		}
+		if apperr.CodeOf(err) == apperr.Conflict { // the last enabled operator
+			return c.renderAdmin(w, r, s, http.StatusConflict, map[string][]string{"accounts": {apperrMessage(err)}}, "")
+		}
 		if err != nil {
 			return err
 		}
