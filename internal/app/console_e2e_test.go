@@ -626,7 +626,15 @@ func TestConsoleMore(t *testing.T) {
 	}
 
 	// A console password, set here and then used.
-	_, page = b.do("GET", "/keys", nil, nil)
+	// The form states the rule the server checks, and a refusal quotes it (issue 32, defect 4).
+	rule := "at least 12 characters, at most 256 bytes"
+	if _, page = b.do("GET", "/keys", nil, nil); !strings.Contains(page, "New password ("+rule+")") || !strings.Contains(page, `minlength="12"`) {
+		t.Errorf("the keys page does not state the password rule %q", rule)
+	}
+	if r, page := b.do("POST", "/password", url.Values{"csrf": {csrf}, "password": {"11 chars ok"}, "again": {"11 chars ok"}}, nil); r.StatusCode != 422 ||
+		!strings.Contains(page, "password must be "+rule) {
+		t.Errorf("an 11-character password: %d, want 422 quoting the rule", r.StatusCode)
+	}
 	if r, page := b.do("POST", "/password", url.Values{"csrf": {csrf}, "password": {"a long secret"}, "again": {"another"}}, nil); r.StatusCode != 422 || !strings.Contains(page, "differ") {
 		t.Errorf("two different passwords: %d", r.StatusCode)
 	}

@@ -34,7 +34,8 @@ func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, s *account.
 		}
 	}
 	c.render(w, status, "keys", view{Title: "API keys", Session: s, Data: map[string]any{"Keys": keys, "Created": created,
-		"Errors": fieldErr, "AllScopes": account.AllScopes, "SigningKey": signing}})
+		"Errors": fieldErr, "AllScopes": account.AllScopes, "SigningKey": signing,
+		"PasswordRule": account.PasswordRule(), "PasswordMin": account.MinPasswordLen}})
 	return nil
 }
 
