@@ -19,7 +19,6 @@ import (
 	"encoding/hex"
 	"github.com/postline/postline/internal/templates"
 	"html/template"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -70,9 +69,7 @@ type Deps struct {
 	Limiter      *ratelimit.Limiter
 	Series       Series // hourly counts for the overview; nil: no charts
 	Jobs         *validation.Jobs
-	// ReadList reads an uploaded list as the API does.
-	ReadList func(r io.Reader, max int) ([]string, error)
-	Attempts *ratelimit.Attempts // failed sign-ins per login and address
+	Attempts     *ratelimit.Attempts // failed sign-ins per login and address
 }
 
 // Console serves the pages.

@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("MailgunWebhooks", func(t *testing.T) { t.Parallel(); testMailgunWebhooks(t, open(t)) })
 	t.Run("WebhookLeases", func(t *testing.T) { t.Parallel(); testWebhookLeases(t, open(t)) })
 	t.Run("ValidationJobs", func(t *testing.T) { t.Parallel(); testValidationJobs(t, open(t)) })
+	t.Run("ValidationJobColumns", func(t *testing.T) { t.Parallel(); testValidationJobColumns(t, open(t)) })
 	t.Run("ValidationJobNames", func(t *testing.T) { t.Parallel(); testValidationJobNames(t, open(t)) })
 	t.Run("ValidationJobRuns", func(t *testing.T) { t.Parallel(); testValidationJobRuns(t, open(t)) })
 	t.Run("ValidationCache", func(t *testing.T) { t.Parallel(); testValidationCache(t, open(t)) })

@@ -7,3 +7,9 @@
 ALTER TABLE domains ADD COLUMN dns_checked_at INTEGER;
 ALTER TABLE domains ADD COLUMN dns_check TEXT NOT NULL DEFAULT '';
 CREATE INDEX domains_dns_due ON domains ((COALESCE(dns_checked_at, verified_at))) WHERE verified_at IS NOT NULL;
+
+-- An uploaded CSV keeps its other columns for the results: the job names
+-- them (a JSON array; '' for a list of lines), each line holds its cells
+-- (a JSON array; NULL for none).
+ALTER TABLE validation_jobs ADD COLUMN columns TEXT NOT NULL DEFAULT '';
+ALTER TABLE validation_job_items ADD COLUMN extra TEXT;
