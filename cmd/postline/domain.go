@@ -334,11 +334,24 @@ func dash(s string) string {
 	return s
 }
 
+// printRecords prints the records as a table, then what a value needs
+// said about it: a long TXT value as quoted strings, a note.
 func printRecords(w io.Writer, recs []domain.Record) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PURPOSE\tTYPE\tNAME\tVALUE\tREQUIRED\tSTATUS")
 	for _, r := range recs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", r.Purpose, r.Type, r.Name, r.Value, r.Required, dash(r.Status))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", r.Purpose, r.Type, r.Name, dash(r.Value), r.Required, dash(r.Status))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.ValueSplit != "" {
+			fmt.Fprintf(w, "\n%s value as quoted strings of at most 255 characters (zone files, some DNS providers):\n  %s\n", r.Purpose, r.ValueSplit)
+		}
+		if r.Note != "" {
+			fmt.Fprintf(w, "\n%s: %s\n", r.Purpose, r.Note)
+		}
+	}
+	return nil
 }

@@ -198,7 +198,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	a.Domains = domain.NewService(store.NewDomains(db, box), uncached, domain.Config{
 		RelayAllowlist: cfg.RelayAllowlist,
 		SPFRecord:      cfg.SPFRecord,
-		PublicHost:     publicHost(cfg.EffectivePublicURL()),
+		PublicHost:     publicHost(cfg.PublicURL), // a name only: CNAMEs point at it
 		ServiceHosts:   []string{listenHost(cfg.Addr)},
 		DKIMKeyBits:    opts.DKIMKeyBits,
 		ClaimTTL:       cfg.DomainClaimTTL,
@@ -259,9 +259,11 @@ func listenHost(addr string) string {
 	return h
 }
 
+// publicHost is the host of the public URL when it is a name ("" for none,
+// or an IP address: a CNAME cannot point at one).
 func publicHost(u string) string {
 	p, err := url.Parse(u)
-	if err != nil {
+	if err != nil || net.ParseIP(p.Hostname()) != nil {
 		return ""
 	}
 	return p.Hostname()
