@@ -151,15 +151,29 @@ func TestConsoleSessions(t *testing.T) {
 		b.signIn("alice", alice.Key, "/")
 		keys, _ := env.App.Accounts.Keys(context.Background(), "alice")
 		env.App.Accounts.RevokeKey(context.Background(), keys[0].ID)
-		if resp, _ := b.do("GET", "/domains", nil, nil); resp.StatusCode != 401 {
-			t.Errorf("a session of a revoked key: %d, want it ended", resp.StatusCode)
+		// The sign-in page says why a session ended, once (issue 32, defect 9).
+		if resp, page := b.do("GET", "/domains", nil, nil); resp.StatusCode != 401 ||
+			!strings.Contains(page, "Your session ended: the API key it was started with was revoked.") || b.cookie != nil {
+			t.Errorf("a session of a revoked key: %d (cookie %v)\n%s", resp.StatusCode, b.cookie, page)
 		}
-		// Idle past the timeout (12 h by default): ended.
+		if _, page := b.do("GET", "/domains", nil, nil); strings.Contains(page, "session ended") {
+			t.Errorf("the reason was said twice:\n%s", page)
+		}
+		// Idle past the timeout (12 h by default): ended. A form posted then
+		// is sent to the sign-in page, which says why.
 		if _, err := env.App.DB.Writer().ExecContext(context.Background(), `UPDATE sessions SET last_seen_at = last_seen_at - 13 * 3600 * 1000`); err != nil {
 			t.Fatal(err)
 		}
-		if resp, _ := pb.do("GET", "/domains", nil, nil); resp.StatusCode != 401 {
-			t.Errorf("a session idle for 13 h: %d, want it ended", resp.StatusCode)
+		if resp, _ := pb.do("POST", "/sign-out", url.Values{"csrf": {"x"}}, nil); resp.StatusCode != 303 || resp.Header.Get("Location") != "/?ended=idle" {
+			t.Errorf("a form posted by a session idle for 13 h: %d %q, want 303 to /?ended=idle", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if resp, page := pb.do("GET", "/?ended=idle", nil, nil); resp.StatusCode != 200 ||
+			!strings.Contains(page, "Your session ended after 12 hours without use.") || !strings.Contains(page, `action="/sign-in"`) {
+			t.Errorf("the sign-in page after an idle session: %d\n%s", resp.StatusCode, page)
+		}
+		if _, page := (&browser{t: t, base: env.URL}).do("GET", "/?ended=%3Cb%3Eowned", nil, nil); strings.Contains(page, "owned") ||
+			strings.Contains(page, "session-ended") {
+			t.Errorf("the sign-in page shows text from its link:\n%s", page)
 		}
 		// The stylesheet: hashed name, cached for ever.
 		css := regexp.MustCompile(`href="(/static/console\.[0-9a-f]+\.css)"`).FindStringSubmatch(page)
@@ -411,8 +425,8 @@ func TestConsoleOperator(t *testing.T) {
 	if resp := env.Do(apitest.Request{Method: "GET", Path: "/api/domains", Auth: alice.Auth()}); resp.StatusCode != 401 {
 		t.Errorf("alice's key after the operator disabled her: %d", resp.StatusCode)
 	}
-	if r, _ := b.do("GET", "/domains", nil, nil); r.StatusCode != 401 {
-		t.Errorf("alice's console session after she was disabled: %d", r.StatusCode)
+	if r, page := b.do("GET", "/domains", nil, nil); r.StatusCode != 401 || !strings.Contains(page, "Your session ended: an operator disabled the account.") {
+		t.Errorf("alice's console session after she was disabled: %d\n%s", r.StatusCode, page)
 	}
 	b.do("POST", "/admin/accounts/op/disable", url.Values{"csrf": {csrf}}, nil) // alice's ended session, the operator's token
 	if resp := env.Do(apitest.Request{Method: "GET", Path: "/api/domains", Auth: op.Auth()}); resp.StatusCode != 200 {
