@@ -112,6 +112,56 @@ func shoot(ctx context.Context, t *testing.T, dir, name string) {
 		if err := os.WriteFile(filepath.Join(dir, name+"-"+size.tag+".png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		if size.tag == "phone" {
+			checkPhoneLayout(ctx, t, name)
+		}
+	}
+}
+
+// phoneLayout lists what a phone's reader would miss on the page: a
+// stacked table cell not led by its column's name, a filter label not
+// above its field, a page wider than the screen.
+const phoneLayout = `(function () {
+  var bad = [];
+  Array.prototype.forEach.call(document.querySelectorAll("table"), function (t) {
+    if (t.offsetParent === null || !t.tHead) { return; }
+    var heads = [];
+    Array.prototype.forEach.call(t.tHead.rows[0].cells, function (th) {
+      for (var i = 0; i < (th.colSpan || 1); i++) { heads.push(th.textContent.trim()); }
+    });
+    Array.prototype.forEach.call(t.tBodies, function (b) {
+      Array.prototype.forEach.call(b.rows, function (tr) {
+        var col = 0;
+        Array.prototype.forEach.call(tr.cells, function (td) {
+          var head = heads[col] || "", span = td.colSpan || 1;
+          col += span;
+          if (td.tagName !== "TD" || head === "" || span >= heads.length) { return; }
+          var before = getComputedStyle(td, "::before").content;
+          if (before.indexOf(head) < 0) { bad.push("a cell of column " + JSON.stringify(head) + " shows " + before); }
+        });
+      });
+    });
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("form.filters label[for]"), function (l) {
+    var f = document.getElementById(l.htmlFor);
+    if (!f) { return; }
+    var lr = l.getBoundingClientRect(), fr = f.getBoundingClientRect();
+    if (lr.bottom > fr.top + 1 || Math.abs(lr.left - fr.left) > 2) { bad.push("the filter label " + JSON.stringify(l.textContent.trim()) + " is not above its field"); }
+  });
+  if (document.documentElement.scrollWidth > window.innerWidth) { bad.push("the page is " + document.documentElement.scrollWidth + " px wide"); }
+  return bad.join("\n");
+})()`
+
+// checkPhoneLayout fails the test when the page, at a phone's width,
+// loses what its layout says on a desktop (issue 32, defect 3).
+func checkPhoneLayout(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	bad, err := chromedp.Run(ctx, chromedp.Evaluate[string](phoneLayout))
+	if err != nil {
+		t.Fatalf("checking %s on a phone: %v", name, err)
+	}
+	if bad != "" {
+		t.Errorf("%s on a phone:\n%s", name, bad)
 	}
 }
 
@@ -270,7 +320,10 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("downloaded results: %d lines, starting %q", len(lines), lines[:min(3, len(lines))])
 	}
 
-	for _, p := range []string{"/keys", "/validation?email=jane%40gmail.con"} {
+	if err := e.App.Accounts.SetAdmin(context.Background(), e.user.Login, true); err != nil { // the operator page too
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/keys", "/validation?email=jane%40gmail.con", "/domains", "/admin"} {
 		run("page "+p, chromedp.Navigate(e.URL+p), chromedp.WaitVisible(chromedp.CSS("main")))
 		shoot(ctx, t, shots, strings.Trim(strings.SplitN(p, "?", 2)[0], "/"))
 	}
