@@ -27,7 +27,8 @@ func (c *Console) uploadList(w http.ResponseWriter, r *http.Request, s *account.
 	if err == nil {
 		var j validation.Job
 		if j, err = c.deps.Jobs.CreateList(r.Context(), s.AccountID, list, false); err == nil {
-			http.Redirect(w, r, "/validation/jobs/"+strconv.FormatInt(j.ID, 10), http.StatusSeeOther)
+			c.redirect(w, r, "/validation/jobs/"+strconv.FormatInt(j.ID, 10),
+				flash{Notice: fmt.Sprintf("List #%d queued: %s to check.", j.ID, plural(int64(j.Total), "address", "addresses"))})
 			return nil
 		}
 	}
@@ -70,7 +71,7 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request, s *account.Ses
 	if j.Total > 0 {
 		pct = j.Done * 100 / j.Total
 	}
-	c.render(w, http.StatusOK, "job", view{Title: fmt.Sprintf("List %d", j.ID), Session: s, Data: map[string]any{
+	c.render(w, r, http.StatusOK, "job", view{Title: fmt.Sprintf("List %d", j.ID), Session: s, Data: map[string]any{
 		"Job": j, "Percent": pct, "Running": j.Status == validation.JobQueued || j.Status == validation.JobRunning}})
 	return nil
 }

@@ -82,18 +82,11 @@ func (c *Console) endedText(why string) string {
 func durationText(d time.Duration) string {
 	switch {
 	case d >= time.Hour && d%time.Hour == 0:
-		return plural(int64(d/time.Hour), "hour")
+		return plural(int64(d/time.Hour), "hour", "hours")
 	case d >= time.Minute && d%time.Minute == 0:
-		return plural(int64(d/time.Minute), "minute")
+		return plural(int64(d/time.Minute), "minute", "minutes")
 	}
 	return d.String()
-}
-
-func plural(n int64, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return itoa64(n) + " " + unit + "s"
 }
 
 // signInAgain answers a page request without a session: the sign-in form
@@ -118,7 +111,7 @@ func (c *Console) signInAgain(w http.ResponseWriter, r *http.Request, ended stri
 	if r.URL.Path == "/" {
 		next = "/"
 	}
-	c.render(w, status, "signin", view{Title: "Sign in", Data: map[string]any{"Next": next, "Ended": c.endedText(ended)}})
+	c.render(w, r, status, "signin", view{Title: "Sign in", Data: map[string]any{"Next": next, "Ended": c.endedText(ended)}})
 }
 
 type pageFunc func(w http.ResponseWriter, r *http.Request, s *account.Session) error
@@ -136,6 +129,7 @@ func (c *Console) page(fn pageFunc) http.Handler {
 			c.signInAgain(w, r, ended)
 			return
 		}
+		r = withFlash(r, c.takeFlash(w, r))
 		if err := fn(w, r, &s); err != nil {
 			c.fail(w, r, &s, err)
 		}
@@ -168,12 +162,12 @@ func (c *Console) form(fn pageFunc) http.Handler {
 		// Parsing the form first: files past a mebibyte wait in temporary
 		// files (net/http removes them after the request), not in memory.
 		if tooLarge(r) {
-			c.render(w, http.StatusRequestEntityTooLarge, "notfound", view{Title: "Too large", Session: &s,
+			c.render(w, r, http.StatusRequestEntityTooLarge, "notfound", view{Title: "Too large", Session: &s,
 				Data: map[string]any{"Message": "This form is larger than the server accepts (a list upload: at most 64 MiB)."}})
 			return
 		}
 		if !sameOrigin(r) || !validCSRF(r, s.CSRF) {
-			c.render(w, http.StatusForbidden, "notfound", view{Title: "Forbidden", Session: &s,
+			c.render(w, r, http.StatusForbidden, "notfound", view{Title: "Forbidden", Session: &s,
 				Data: map[string]any{"Message": "This form could not be accepted: reload the page and try again."}})
 			return
 		}
