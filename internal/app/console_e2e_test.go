@@ -264,7 +264,7 @@ func TestConsoleLogAndChain(t *testing.T) {
 	}
 	// The details are labelled fields, not raw JSON (issue 32, defect 8).
 	if !strings.Contains(page, "<dt>SMTP code</dt><dd>250</dd>") || !strings.Contains(page, "<dt>Attempt</dt><dd>1</dd>") ||
-		!strings.Contains(page, "<dt>TLS version</dt>") || strings.Contains(page, "smtp_code") || strings.Contains(page, "{&#34;") {
+		!strings.Contains(page, "<dt>Certificate verified</dt><dd>no</dd>") || strings.Contains(page, "smtp_code") || strings.Contains(page, "{&#34;") {
 		t.Errorf("the chain page's details are not labelled fields:\n%s", page)
 	}
 	// The overview counts the message from the hourly counts and charts it.
