@@ -199,6 +199,10 @@ func TestServeBootstrapsOnceAndStopsCleanly(t *testing.T) {
 	if resp := s.get(t, "/api/domains", "admin", key); resp.StatusCode != 200 {
 		t.Fatalf("bootstrap key: GET /api/domains = %d", resp.StatusCode)
 	}
+	// It says where the console is and how to sign in (issue 32, defect 2).
+	if !strings.Contains(printed, "Console: http://"+s.addr+"/\n  Sign in with the login admin and the API key above") {
+		t.Errorf("first start does not say where the console is and how to sign in: %q", printed)
+	}
 	// The CLI works on the same SQLite file while serve runs.
 	code, out, errs := cli(t, dir, "key", "create", "admin")
 	if code != 0 {
@@ -213,6 +217,9 @@ func TestServeBootstrapsOnceAndStopsCleanly(t *testing.T) {
 	again.stop(t)
 	if out := again.out.String(); strings.Contains(out, "pl_") {
 		t.Fatalf("second start printed a key again: %q", out)
+	} else if !strings.Contains(out, "Console: http://"+again.addr+"/\n  Sign in with your login and one of your API keys, "+
+		"or with a console password (set one with: postline user password LOGIN).") {
+		t.Errorf("second start does not say where the console is and how to sign in: %q", out)
 	}
 }
 

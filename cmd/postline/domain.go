@@ -211,9 +211,9 @@ func domainShow(ctx context.Context, x *inv, a *app.App, d domain.Domain) error 
 	case claim == domain.ClaimPending && d.ClaimExpiresAt != nil:
 		claim += ", deleted unless verified by " + d.ClaimExpiresAt.Format(time.RFC3339)
 	}
-	fmt.Fprintf(x.stdout, "domain:    %s\naccount:   %s\nclaim:     %s\nverified:  %s\ndelivery:  %s\ntracking:  %s (%s)\nauth:      %s\nselector:  %s\n\n",
-		d.Name, login, claim, verified, deliveryText(d), dash(d.TrackingDomain), trackingText(d.Tracking), dash(d.AuthDomain), d.DKIMSelector)
-	return printRecords(x.stdout, a.Domains.Records(d))
+	fmt.Fprintf(x.stdout, "domain:    %s\naccount:   %s\nclaim:     %s\nverified:  %s\ndns check: %s\ndelivery:  %s\ntracking:  %s (%s)\nauth:      %s\nselector:  %s\n\n",
+		d.Name, login, claim, verified, checkText(d), deliveryText(d), dash(d.TrackingDomain), trackingText(d.Tracking), dash(d.AuthDomain), d.DKIMSelector)
+	return printRecords(x.stdout, a.Domains.CheckedRecords(d))
 }
 
 func setupDomainVerify(fs *flag.FlagSet) runFunc {
@@ -230,7 +230,12 @@ func setupDomainVerify(fs *flag.FlagSet) runFunc {
 		if err := printRecords(x.stdout, recs); err != nil {
 			return err
 		}
-		if !d.Verified() {
+		switch {
+		case d.RecordsChanged():
+			// A failed check never unverifies: the domain keeps sending.
+			return fmt.Errorf("%s stays verified and keeps sending, but its DNS records changed since verification: "+
+				"publish the records marked missing or mismatch", d.Name)
+		case !d.Verified():
 			return fmt.Errorf("%s is not verified: publish the records marked missing or mismatch", d.Name)
 		}
 		fmt.Fprintf(x.stdout, "%s is verified\n", d.Name)
@@ -279,6 +284,21 @@ func setupTrack(fs *flag.FlagSet) runFunc {
 	})
 }
 
+// checkText is the domain's last DNS check (each record's state is in
+// the STATUS column).
+func checkText(d domain.Domain) string {
+	c := d.DNSCheck
+	switch {
+	case c == nil:
+		return "none yet"
+	case c.OK:
+		return c.At.Format(time.RFC3339) + ", every required record in place"
+	case d.RecordsChanged():
+		return c.At.Format(time.RFC3339) + ", failed (" + c.Outcome() + "): records changed since verification; the domain stays verified"
+	}
+	return c.At.Format(time.RFC3339) + ", failed (" + c.Outcome() + ")"
+}
+
 func trackingText(t domain.Tracking) string {
 	onOff := func(b bool) string {
 		if b {
@@ -314,11 +334,24 @@ func dash(s string) string {
 	return s
 }
 
+// printRecords prints the records as a table, then what a value needs
+// said about it: a long TXT value as quoted strings, a note.
 func printRecords(w io.Writer, recs []domain.Record) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PURPOSE\tTYPE\tNAME\tVALUE\tREQUIRED\tSTATUS")
 	for _, r := range recs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", r.Purpose, r.Type, r.Name, r.Value, r.Required, dash(r.Status))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", r.Purpose, r.Type, r.Name, dash(r.Value), r.Required, dash(r.Status))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.ValueSplit != "" {
+			fmt.Fprintf(w, "\n%s value as quoted strings of at most 255 characters (zone files, some DNS providers):\n  %s\n", r.Purpose, r.ValueSplit)
+		}
+		if r.Note != "" {
+			fmt.Fprintf(w, "\n%s: %s\n", r.Purpose, r.Note)
+		}
+	}
+	return nil
 }

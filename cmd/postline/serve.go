@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
+	"strings"
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/app"
@@ -26,7 +28,8 @@ func setupServe(*flag.FlagSet) runFunc {
 		defer a.Close()
 		// First start on an empty database: make an account so that a
 		// newcomer can call the API at once. Printed once; never again.
-		if key, created, err := a.Accounts.Bootstrap(ctx); err != nil {
+		key, created, err := a.Accounts.Bootstrap(ctx)
+		if err != nil {
 			return err
 		} else if created {
 			fmt.Fprintf(x.stdout, "Created account %q with API key (shown only now):\n  %s\n"+
@@ -37,8 +40,39 @@ func setupServe(*flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
+		if x.cfg.Console {
+			fmt.Fprint(x.stdout, consoleLines(x.cfg, ln.Addr(), created))
+		}
 		return a.Serve(ctx, ln)
 	}
+}
+
+// consoleLines say where the console answers and how to sign in to it.
+func consoleLines(cfg config.Config, addr net.Addr, bootstrapped bool) string {
+	how := "Sign in with your login and one of your API keys, or with a console password " +
+		"(set one with: postline user password LOGIN)."
+	if bootstrapped {
+		how = "Sign in with the login " + account.BootstrapLogin + " and the API key above " +
+			"(or set a console password with: postline user password " + account.BootstrapLogin + ")."
+	}
+	return fmt.Sprintf("Console: %s\n  %s\n", consoleURL(cfg, addr), how)
+}
+
+// consoleURL is the console's address: the public URL when one is set,
+// else the listener's (a wildcard listener is reached on loopback here).
+func consoleURL(cfg config.Config, addr net.Addr) string {
+	if cfg.PublicURL != "" {
+		return strings.TrimSuffix(cfg.PublicURL, "/") + "/"
+	}
+	scheme := "http"
+	if cfg.APITLS {
+		scheme = "https"
+	}
+	hostPort := addr.String()
+	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+		hostPort = net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
+	}
+	return scheme + "://" + hostPort + "/"
 }
 
 func setupMigrate(*flag.FlagSet) runFunc {

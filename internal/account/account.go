@@ -13,6 +13,8 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/postline/postline/internal/apperr"
@@ -201,14 +203,25 @@ func (s *Service) User(ctx context.Context, login string) (Account, error) {
 // Users lists all accounts.
 func (s *Service) Users(ctx context.Context) ([]Account, error) { return s.store.ListAccounts(ctx) }
 
-// DisableUser disables an account: its keys stop working.
+// ErrLastOperator is the store's refusal to disable the last enabled
+// operator account.
+var ErrLastOperator = errors.New("the last enabled operator account")
+
+// DisableUser disables an account: its keys stop working. The last
+// enabled operator account is refused (Conflict): nobody would be left to
+// use the operator pages, until the CLI enables it again.
 func (s *Service) DisableUser(ctx context.Context, login string) error {
 	a, err := s.User(ctx, login)
 	if err != nil {
 		return err
 	}
 	defer s.keys.clear()
-	return s.store.DisableAccount(ctx, a.ID, s.now())
+	err = s.store.DisableAccount(ctx, a.ID, s.now())
+	if errors.Is(err, ErrLastOperator) {
+		return apperr.Wrap(apperr.Conflict, err, fmt.Sprintf("%s is the last enabled operator account: disabling it would leave "+
+			"nobody to run the operator pages. Make another account an operator first (postline user create --admin).", login))
+	}
+	return err
 }
 
 // EnableUser enables a disabled account again: its keys that were not

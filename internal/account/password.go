@@ -59,14 +59,18 @@ func (s *Service) SetPassword(ctx context.Context, login, password string) error
 	return s.store.SetPasswordHash(ctx, a.ID, hash)
 }
 
+// PasswordRule states what a console password must be: forms show it
+// and errors quote it, so that what is asked is what is checked.
+func PasswordRule() string {
+	return fmt.Sprintf("at least %d characters, at most %d bytes", MinPasswordLen, MaxPasswordLen)
+}
+
 func checkPassword(p string) error {
 	switch n := utf8.RuneCountInString(p); {
 	case !utf8.ValidString(p) || strings.ContainsRune(p, 0):
 		return apperr.Field("password", "password must be valid UTF-8 without NUL characters")
-	case n < MinPasswordLen:
-		return apperr.Field("password", fmt.Sprintf("password must be at least %d characters", MinPasswordLen))
-	case len(p) > MaxPasswordLen:
-		return apperr.Field("password", fmt.Sprintf("password must be at most %d bytes", MaxPasswordLen))
+	case n < MinPasswordLen || len(p) > MaxPasswordLen:
+		return apperr.Field("password", "password must be "+PasswordRule())
 	}
 	return nil
 }

@@ -57,6 +57,9 @@ func NewSessions(st SessionStore, idle time.Duration, now func() time.Time) *Ses
 	return &Sessions{store: st, idle: idle, now: now}
 }
 
+// IdleTimeout is how long an unused session lasts.
+func (s *Sessions) IdleTimeout() time.Duration { return s.idle }
+
 // touchSessionEvery bounds last_seen writes: a page view stays a read.
 const touchSessionEvery = time.Minute
 
@@ -89,10 +92,9 @@ func (s *Sessions) Resume(ctx context.Context, token string) (Session, error) {
 		return Session{}, err
 	}
 	now := s.now()
-	expired := rec.ExpiresAt != nil && !now.Before(*rec.ExpiresAt) // a session outlives no key
-	if rec.Disabled || rec.KeyRevoked || expired || now.Sub(rec.LastSeen) > s.idle {
+	if why := s.ended(rec, now); why != "" {
 		s.store.DeleteSession(ctx, h) //nolint:errcheck // it is over either way
-		return Session{}, apperr.Errorf(apperr.Unauthorized, "the session has ended; sign in again")
+		return Session{}, apperr.Wrap(apperr.Unauthorized, &EndedError{Why: why, Idle: s.idle}, "the session has ended; sign in again")
 	}
 	if now.Sub(rec.LastSeen) >= touchSessionEvery {
 		if err := s.store.TouchSession(ctx, h, now); err != nil {
@@ -100,6 +102,39 @@ func (s *Sessions) Resume(ctx context.Context, token string) (Session, error) {
 		}
 	}
 	return rec.Session, nil
+}
+
+// Why a session ended (EndedError.Why).
+const (
+	EndedIdle     = "idle"     // unused for longer than the idle timeout
+	EndedDisabled = "disabled" // its account was disabled
+	EndedRevoked  = "revoked"  // the key it was started with was revoked
+	EndedExpired  = "expired"  // the key it was started with expired
+)
+
+// EndedError is why Resume found a session over (the sign-in page says
+// it); errors.As finds it in Resume's apperr.Unauthorized.
+type EndedError struct {
+	Why  string
+	Idle time.Duration // the idle timeout, for EndedIdle
+}
+
+func (e *EndedError) Error() string { return "session ended: " + e.Why }
+
+// ended says why rec is over at now ("" while it stands). A session
+// outlives neither its account nor its key.
+func (s *Sessions) ended(rec SessionRecord, now time.Time) string {
+	switch {
+	case rec.Disabled:
+		return EndedDisabled
+	case rec.KeyRevoked:
+		return EndedRevoked
+	case rec.ExpiresAt != nil && !now.Before(*rec.ExpiresAt):
+		return EndedExpired
+	case now.Sub(rec.LastSeen) > s.idle:
+		return EndedIdle
+	}
+	return ""
 }
 
 // End signs a session out; ending one that is gone is not an error.

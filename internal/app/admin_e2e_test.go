@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,14 @@ func TestAdminAPI(t *testing.T) {
 		do(op, "POST", "/api/admin/accounts/carol/enable", nil)
 		if resp := do(carol, "GET", "/api/domains", nil); resp.StatusCode != 200 {
 			t.Errorf("after enable: %d", resp.StatusCode)
+		}
+		// The last enabled operator cannot be disabled.
+		if resp := do(op, "POST", "/api/admin/accounts/operator/disable", nil); resp.StatusCode != 409 ||
+			!strings.Contains(fmt.Sprint(resp.JSON["message"]), "last enabled operator") {
+			t.Errorf("disabling the last operator: %d %s, want 409", resp.StatusCode, resp.Body)
+		}
+		if resp := do(op, "GET", "/api/admin/accounts", nil); resp.StatusCode != 200 {
+			t.Errorf("the operator after the refusal: %d", resp.StatusCode)
 		}
 		resp = do(op, "GET", "/api/admin/accounts", nil)
 		if list := resp.JSON["data"].([]any); len(list) != 3 {

@@ -202,12 +202,14 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	a.Domains = domain.NewService(store.NewDomains(db, box), uncached, domain.Config{
 		RelayAllowlist: cfg.RelayAllowlist,
 		SPFRecord:      cfg.SPFRecord,
-		PublicHost:     publicHost(cfg.EffectivePublicURL()),
+		PublicHost:     publicHost(cfg.PublicURL), // a name only: CNAMEs point at it
 		ServiceHosts:   []string{listenHost(cfg.Addr)},
 		DKIMKeyBits:    opts.DKIMKeyBits,
 		ClaimTTL:       cfg.DomainClaimTTL,
 		OwnedCacheTTL:  time.Second, // another process's change is seen within it
 		HasPool:        a.Egress.HasPool,
+		Logger:         a.Logger,
+		Metrics:        domain.NewMetrics(a.Registry),
 	})
 	a.Suppressions = suppression.NewService(store.NewSuppressions(db), nil)
 	a.keyIndex = suppression.NewKeyIndex(db.SuppressionWrites)
@@ -262,9 +264,11 @@ func listenHost(addr string) string {
 	return h
 }
 
+// publicHost is the host of the public URL when it is a name ("" for none,
+// or an IP address: a CNAME cannot point at one).
 func publicHost(u string) string {
 	p, err := url.Parse(u)
-	if err != nil {
+	if err != nil || net.ParseIP(p.Hostname()) != nil {
 		return ""
 	}
 	return p.Hostname()
@@ -324,6 +328,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopWatch()
 	go a.watchValidationCache(wctx)
 	go a.sweepClaims(wctx)
+	if a.Config.DomainRecheckInterval > 0 {
+		go a.recheckDomains(wctx, a.Config.DomainRecheckInterval)
+	}
 	if err := a.FollowLists(ctx, wctx); err != nil {
 		return err
 	}

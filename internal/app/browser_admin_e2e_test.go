@@ -36,7 +36,7 @@ func TestConsoleSitesOnAPhone(t *testing.T) {
 	}
 	run("sign in", chromedp.Navigate(e.URL+"/"), chromedp.WaitVisible(chromedp.ID("login")),
 		chromedp.SendKeys(chromedp.ID("login"), "operator"), chromedp.SendKeys(chromedp.ID("secret"), e.op.Key),
-		chromedp.Submit(chromedp.ID("secret")), chromedp.WaitVisible(chromedp.CSS("main")))
+		chromedp.Submit(chromedp.ID("secret")), chromedp.WaitVisible(chromedp.CSS(".signout")))
 	run("the listing by site", chromedp.Navigate(e.URL+"/admin?by=site"), chromedp.WaitVisible(chromedp.CSS("table.sites")))
 	look := func(width, height int64) (label, header string, wide bool) {
 		t.Helper()

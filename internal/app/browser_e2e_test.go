@@ -2,7 +2,9 @@ package app_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"flag"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/postline/postline/internal/config"
@@ -22,11 +25,42 @@ import (
 // to a temporary directory, so that a test run leaves the tree as it was.
 var screenshots = flag.Bool("screenshots", false, "write the browser test's screenshots to docs/screenshots")
 
+// trackedScreenshots is where the README's screenshots are kept.
+const trackedScreenshots = "../../docs/screenshots"
+
+// screenshotDir is where the test writes its screenshots. Without
+// -screenshots the tracked ones must come out of the run as they went in
+// (a test never changes the working tree): the test fails otherwise.
 func screenshotDir(t *testing.T) string {
 	if *screenshots {
-		return "../../docs/screenshots"
+		return trackedScreenshots
 	}
+	before := hashFiles(t, trackedScreenshots)
+	t.Cleanup(func() {
+		if after := hashFiles(t, trackedScreenshots); !maps.Equal(before, after) {
+			t.Errorf("the test changed the tracked screenshots in docs/screenshots (%d files before, %d after); "+
+				"only -screenshots may write them", len(before), len(after))
+		}
+	})
 	return t.TempDir()
+}
+
+// hashFiles is each file of dir by name, as a SHA-256.
+func hashFiles(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][32]byte{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = sha256.Sum256(b)
+	}
+	return out
 }
 
 // browserContext starts Debian's chromium headless with a throwaway
@@ -79,6 +113,56 @@ func shoot(ctx context.Context, t *testing.T, dir, name string) {
 		if err := os.WriteFile(filepath.Join(dir, name+"-"+size.tag+".png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		if size.tag == "phone" {
+			checkPhoneLayout(ctx, t, name)
+		}
+	}
+}
+
+// phoneLayout lists what a phone's reader would miss on the page: a
+// stacked table cell not led by its column's name, a filter label not
+// above its field, a page wider than the screen.
+const phoneLayout = `(function () {
+  var bad = [];
+  Array.prototype.forEach.call(document.querySelectorAll("table"), function (t) {
+    if (t.offsetParent === null || !t.tHead) { return; }
+    var heads = [];
+    Array.prototype.forEach.call(t.tHead.rows[0].cells, function (th) {
+      for (var i = 0; i < (th.colSpan || 1); i++) { heads.push(th.textContent.trim()); }
+    });
+    Array.prototype.forEach.call(t.tBodies, function (b) {
+      Array.prototype.forEach.call(b.rows, function (tr) {
+        var col = 0;
+        Array.prototype.forEach.call(tr.cells, function (td) {
+          var head = heads[col] || "", span = td.colSpan || 1;
+          col += span;
+          if (td.tagName !== "TD" || head === "" || span >= heads.length) { return; }
+          var before = getComputedStyle(td, "::before").content;
+          if (before.indexOf(head) < 0) { bad.push("a cell of column " + JSON.stringify(head) + " shows " + before); }
+        });
+      });
+    });
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("form.filters label[for]"), function (l) {
+    var f = document.getElementById(l.htmlFor);
+    if (!f) { return; }
+    var lr = l.getBoundingClientRect(), fr = f.getBoundingClientRect();
+    if (lr.bottom > fr.top + 1 || Math.abs(lr.left - fr.left) > 2) { bad.push("the filter label " + JSON.stringify(l.textContent.trim()) + " is not above its field"); }
+  });
+  if (document.documentElement.scrollWidth > window.innerWidth) { bad.push("the page is " + document.documentElement.scrollWidth + " px wide"); }
+  return bad.join("\n");
+})()`
+
+// checkPhoneLayout fails the test when the page, at a phone's width,
+// loses what its layout says on a desktop (issue 32, defect 3).
+func checkPhoneLayout(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	bad, err := chromedp.Run(ctx, chromedp.Evaluate[string](phoneLayout))
+	if err != nil {
+		t.Fatalf("checking %s on a phone: %v", name, err)
+	}
+	if bad != "" {
+		t.Errorf("%s on a phone:\n%s", name, bad)
 	}
 }
 
@@ -126,6 +210,12 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("domain page: %q", text)
 	}
 	shoot(ctx, t, shots, "domain")
+	// Verify now, with SPF never published: the domain stays verified and
+	// says its records changed; the sends below still go out (defect 1).
+	run("verify now", chromedp.Click(chromedp.CSS(`form[action$="/verify"] button`)), chromedp.WaitVisible(chromedp.ID("records-changed")))
+	if text := mainText(); !strings.Contains(text, "stays verified and keeps sending") || !strings.Contains(text, "spf — missing") {
+		t.Fatalf("the domain page after verify now: %q", text)
+	}
 	run("add a relay domain",
 		chromedp.Navigate(e.URL+"/domains"),
 		chromedp.SendKeys(chromedp.ID("d-name"), "news.example.com"),
@@ -155,6 +245,40 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("whitelist page: %q", text)
 	}
 	shoot(ctx, t, shots, "suppressions")
+	// Destructive buttons ask first (defect 8): cancelled, nothing is
+	// removed; confirmed, the page the POST redirects to says what
+	// happened, once, and a reload posts nothing again.
+	dialogs := make(chan string, 4)
+	answers := make(chan bool, 1)
+	go func() {
+		for ev, err := range chromedp.Events(ctx, page.JavascriptDialogOpening) {
+			if err != nil {
+				return
+			}
+			dialogs <- ev.Message
+			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: <-answers}) //nolint:errcheck
+		}
+	}()
+	remove := chromedp.CSS(`form[data-confirm] button.danger`)
+	if red, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector('form[data-confirm] button.danger')).backgroundColor`)); red != "rgb(164, 14, 38)" {
+		t.Errorf("the Remove button's colour is %s, want the danger red", red)
+	}
+	answers <- false
+	run("remove, then cancel", chromedp.Click(remove))
+	if msg := <-dialogs; !strings.Contains(msg, "Remove gone@rcpt.example.net from the whitelist list?") {
+		t.Errorf("the confirmation asked %q", msg)
+	}
+	run("still listed", chromedp.WaitVisible(chromedp.Search(`//td[text()="gone@rcpt.example.net"]`)))
+	answers <- true
+	run("remove, confirmed", chromedp.Click(remove), chromedp.WaitVisible(chromedp.ID("notice")))
+	<-dialogs
+	if text := mainText(); !strings.Contains(text, "Removed from the whitelist list.") || strings.Contains(text, "gone@rcpt.example.net") {
+		t.Fatalf("after the confirmed removal: %q", text)
+	}
+	run("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("main")))
+	if text := mainText(); strings.Contains(text, "Removed from") {
+		t.Errorf("a reload shows the notice again: %q", text)
+	}
 
 	resp := e.send(t, basicParts("ann@rcpt.example.net"), nil)
 	msgID := resp.JSON["data"].(map[string]any)["message_ids"].([]any)[0].(string)
@@ -204,7 +328,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	run("open the chain",
 		chromedp.Click(chromedp.CSS(`a[href$="/messages/`+msgID+`"]`)),
 		chromedp.WaitVisible(chromedp.Search(`//td[text()="delivered"]`)))
-	if text := mainText(); !strings.Contains(text, "queued") || !strings.Contains(text, "smtp_code") {
+	if text := mainText(); !strings.Contains(text, "queued") || !strings.Contains(text, "SMTP code\n250") {
 		t.Fatalf("chain page: %q", text)
 	}
 	shoot(ctx, t, shots, "chain")
@@ -222,7 +346,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		chromedp.Submit(chromedp.ID("v-file")),
 		chromedp.WaitVisible(chromedp.ID("job-download")))
 	jobCtx, cancelJob := context.WithTimeout(ctx, 60*time.Second)
-	err = chromedp.Do(jobCtx, chromedp.WaitVisible(chromedp.Search(`//p[@role="status" and starts-with(text(), "done: 1000 of 1000")]`)))
+	err = chromedp.Do(jobCtx, chromedp.WaitVisible(chromedp.Search(`//p[@role="status" and starts-with(text(), "done: 1,000 of 1,000")]`)))
 	cancelJob()
 	if err != nil {
 		t.Fatalf("the uploaded list was not done within a minute: %v", err)
@@ -237,7 +361,21 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("downloaded results: %d lines, starting %q", len(lines), lines[:min(3, len(lines))])
 	}
 
-	for _, p := range []string{"/keys", "/validation?email=jane%40gmail.con"} {
+	if err := e.App.Accounts.SetAdmin(context.Background(), e.user.Login, true); err != nil { // the operator page too
+		t.Fatal(err)
+	}
+	// A new key is shown once, with a copy button; a reload makes no other.
+	run("create a key", chromedp.Navigate(e.URL+"/keys"), chromedp.SendKeys(chromedp.ID("key-name"), "ci"),
+		chromedp.Click(chromedp.CSS(`form[action="/keys"] button[type=submit]`)), chromedp.WaitVisible(chromedp.ID("new-key")),
+		chromedp.WaitVisible(chromedp.CSS(`#new-key + button.copy`)))
+	run("reload the keys", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("table")))
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`Array.prototype.filter.call(document.querySelectorAll('tbody tr td:first-child'), function (td) { return td.textContent === "ci"; }).length`)); n != 1 {
+		t.Errorf("after a reload there are %d keys named ci, want 1", n)
+	}
+	if shown, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('new-key') !== null`)); shown {
+		t.Error("a reload shows the new key again")
+	}
+	for _, p := range []string{"/keys", "/validation?email=jane%40gmail.con", "/domains", "/admin"} {
 		run("page "+p, chromedp.Navigate(e.URL+p), chromedp.WaitVisible(chromedp.CSS("main")))
 		shoot(ctx, t, shots, strings.Trim(strings.SplitN(p, "?", 2)[0], "/"))
 	}

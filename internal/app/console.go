@@ -6,7 +6,6 @@ import (
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/console"
-	"github.com/postline/postline/internal/httpapi"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/store"
 )
@@ -34,7 +33,6 @@ func (a *App) console() http.Handler {
 		Limiter:      a.Limiter,
 		Series:       store.NewEvents(a.DB),
 		Jobs:         a.ValidationJobs,
-		ReadList:     httpapi.ReadAddressList,
 		Attempts:     &ratelimit.Attempts{Limiter: a.Limiter, PerLogin: a.Config.AuthAttemptsPerLogin, PerAddress: a.Config.AuthAttemptsPerAddress},
 	})
 	if err != nil { // embedded templates: a build error, caught by every test

@@ -20,11 +20,14 @@ import (
 	"github.com/postline/postline/internal/store"
 )
 
-// browser is a cookie-keeping client that does not follow redirects.
+// browser is a cookie-keeping client that does not follow redirects:
+// cookie is the session's, flash the notice a form's POST leaves for the
+// next page.
 type browser struct {
 	t      *testing.T
 	base   string
 	cookie *http.Cookie
+	flash  *http.Cookie
 }
 
 func (b *browser) do(method, path string, form url.Values, header http.Header) (*http.Response, string) {
@@ -43,6 +46,9 @@ func (b *browser) do(method, path string, form url.Values, header http.Header) (
 	if b.cookie != nil {
 		req.AddCookie(b.cookie)
 	}
+	if b.flash != nil {
+		req.AddCookie(b.flash)
+	}
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -51,15 +57,31 @@ func (b *browser) do(method, path string, form url.Values, header http.Header) (
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	for _, c := range resp.Cookies() {
-		if strings.HasSuffix(c.Name, "postline") {
-			if c.MaxAge < 0 {
-				b.cookie = nil
-			} else {
-				b.cookie = c
-			}
+		keep := &b.cookie
+		if strings.HasSuffix(c.Name, "postline-flash") {
+			keep = &b.flash
+		} else if !strings.HasSuffix(c.Name, "postline") {
+			continue
+		}
+		if c.MaxAge < 0 {
+			*keep = nil
+		} else {
+			*keep = c
 		}
 	}
 	return resp, string(raw)
+}
+
+// submit posts a form as a browser does: a 303 answer is followed to its
+// page (which shows the POST's notice). It returns the POST's status and
+// the page it ended on.
+func (b *browser) submit(path string, form url.Values) (int, string) {
+	b.t.Helper()
+	resp, page := b.do("POST", path, form, nil)
+	if resp.StatusCode == http.StatusSeeOther {
+		_, page = b.do("GET", resp.Header.Get("Location"), nil, nil)
+	}
+	return resp.StatusCode, page
 }
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
@@ -151,15 +173,29 @@ func TestConsoleSessions(t *testing.T) {
 		b.signIn("alice", alice.Key, "/")
 		keys, _ := env.App.Accounts.Keys(context.Background(), "alice")
 		env.App.Accounts.RevokeKey(context.Background(), keys[0].ID)
-		if resp, _ := b.do("GET", "/domains", nil, nil); resp.StatusCode != 401 {
-			t.Errorf("a session of a revoked key: %d, want it ended", resp.StatusCode)
+		// The sign-in page says why a session ended, once (issue 32, defect 9).
+		if resp, page := b.do("GET", "/domains", nil, nil); resp.StatusCode != 401 ||
+			!strings.Contains(page, "Your session ended: the API key it was started with was revoked.") || b.cookie != nil {
+			t.Errorf("a session of a revoked key: %d (cookie %v)\n%s", resp.StatusCode, b.cookie, page)
 		}
-		// Idle past the timeout (12 h by default): ended.
+		if _, page := b.do("GET", "/domains", nil, nil); strings.Contains(page, "session ended") {
+			t.Errorf("the reason was said twice:\n%s", page)
+		}
+		// Idle past the timeout (12 h by default): ended. A form posted then
+		// is sent to the sign-in page, which says why.
 		if _, err := env.App.DB.Writer().ExecContext(context.Background(), `UPDATE sessions SET last_seen_at = last_seen_at - 13 * 3600 * 1000`); err != nil {
 			t.Fatal(err)
 		}
-		if resp, _ := pb.do("GET", "/domains", nil, nil); resp.StatusCode != 401 {
-			t.Errorf("a session idle for 13 h: %d, want it ended", resp.StatusCode)
+		if resp, _ := pb.do("POST", "/sign-out", url.Values{"csrf": {"x"}}, nil); resp.StatusCode != 303 || resp.Header.Get("Location") != "/?ended=idle" {
+			t.Errorf("a form posted by a session idle for 13 h: %d %q, want 303 to /?ended=idle", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if resp, page := pb.do("GET", "/?ended=idle", nil, nil); resp.StatusCode != 200 ||
+			!strings.Contains(page, "Your session ended after 12 hours without use.") || !strings.Contains(page, `action="/sign-in"`) {
+			t.Errorf("the sign-in page after an idle session: %d\n%s", resp.StatusCode, page)
+		}
+		if _, page := (&browser{t: t, base: env.URL}).do("GET", "/?ended=%3Cb%3Eowned", nil, nil); strings.Contains(page, "owned") ||
+			strings.Contains(page, "session-ended") {
+			t.Errorf("the sign-in page shows text from its link:\n%s", page)
 		}
 		// The stylesheet: hashed name, cached for ever.
 		css := regexp.MustCompile(`href="(/static/console\.[0-9a-f]+\.css)"`).FindStringSubmatch(page)
@@ -218,10 +254,18 @@ func TestConsoleLogAndChain(t *testing.T) {
 	if _, page := b.do("GET", "/domains/shop.example.com/log?type=delivered", nil, nil); strings.Count(page, "<td>delivered</td>") != 1 || strings.Contains(page, "<td>queued</td>") {
 		t.Errorf("type=delivered shows other types:\n%s", page)
 	}
+	if !strings.Contains(page, `<a href="/domains/shop.example.com" id="back-to-domain">`) {
+		t.Error("the log page does not link back to its domain")
+	}
 	r, page = b.do("GET", "/domains/shop.example.com/messages/"+msgID, nil, nil)
 	q, s, dl := strings.Index(page, "<td>queued</td>"), strings.Index(page, "<td>send</td>"), strings.Index(page, "<td>delivered</td>")
-	if r.StatusCode != 200 || q < 0 || s < q || dl < s || !strings.Contains(page, "smtp_code") {
+	if r.StatusCode != 200 || q < 0 || s < q || dl < s {
 		t.Errorf("chain page: %d, queued/send/delivered at %d/%d/%d\n%s", r.StatusCode, q, s, dl, page)
+	}
+	// The details are labelled fields, not raw JSON (issue 32, defect 8).
+	if !strings.Contains(page, "<dt>SMTP code</dt><dd>250</dd>") || !strings.Contains(page, "<dt>Attempt</dt><dd>1</dd>") ||
+		!strings.Contains(page, "<dt>Certificate verified</dt><dd>no</dd>") || strings.Contains(page, "smtp_code") || strings.Contains(page, "{&#34;") {
+		t.Errorf("the chain page's details are not labelled fields:\n%s", page)
 	}
 	// The overview counts the message from the hourly counts and charts it.
 	_, page = b.do("GET", "/", nil, nil)
@@ -233,6 +277,21 @@ func TestConsoleLogAndChain(t *testing.T) {
 		if r, _ := b.do("GET", p, nil, nil); r.StatusCode != 404 {
 			t.Errorf("GET %s: %d, want 404", p, r.StatusCode)
 		}
+	}
+	// Counts have thousands separators.
+	many := make([]event.Entry, 1500)
+	for i := range many {
+		many[i] = event.Entry{DomainID: e.dom.ID, MessageID: fmt.Sprintf("m%d@shop.example.com", i), Type: event.Queued,
+			Sender: "a@shop.example.com", Recipient: "x@rcpt.example.net", CreatedAt: time.Now().UTC()}
+	}
+	if err := e.App.Events.Record(context.Background(), many...); err != nil {
+		t.Fatal(err)
+	}
+	if _, page := b.do("GET", "/domains/shop.example.com/log", nil, nil); !regexp.MustCompile(`<p id="log-total">(more than )?1,5\d\d entries`).MatchString(page) {
+		t.Errorf("the log's total without a thousands separator:\n%s", page)
+	}
+	if _, page := b.do("GET", "/", nil, nil); !regexp.MustCompile(`<th scope="row">24 hours</th><td>1,501</td>`).MatchString(page) {
+		t.Errorf("the overview's count without a thousands separator:\n%s", page)
 	}
 }
 
@@ -250,10 +309,15 @@ func TestConsoleKeysAndSuppressions(t *testing.T) {
 	b.signIn("alice", alice.Key, "/")
 	_, page := b.do("GET", "/keys", nil, nil)
 	csrf := csrfRE.FindStringSubmatch(page)[1]
-	r, page := b.do("POST", "/keys", url.Values{"csrf": {csrf}, "name": {"deploy"}}, nil)
+	status, page := b.submit("/keys", url.Values{"csrf": {csrf}, "name": {"deploy"}})
 	key := regexp.MustCompile(`pl_[A-Za-z0-9_-]{40,}`).FindString(page)
-	if r.StatusCode != 201 || key == "" {
-		t.Fatalf("create key: %d\n%s", r.StatusCode, page)
+	if status != 303 || key == "" || !strings.Contains(page, `<p class="notice" role="status" id="notice">API key created.</p>`) ||
+		!strings.Contains(page, `<button type="button" class="copy" data-copy="`+key+`"`) {
+		t.Fatalf("create key: %d, then\n%s", status, page)
+	}
+	// Shown once: a reload shows neither the key nor the notice.
+	if _, again := b.do("GET", "/keys", nil, nil); strings.Contains(again, key) || strings.Contains(again, "API key created") {
+		t.Errorf("a reload of the keys page shows the new key or the notice again")
 	}
 	if resp := env.Do(apitest.Request{Method: "GET", Path: "/api/domains", Auth: apitest.User{Login: "alice", Key: key}.Auth()}); resp.StatusCode != 200 {
 		t.Errorf("the console's new key on the API: %d", resp.StatusCode)
@@ -270,11 +334,11 @@ func TestConsoleKeysAndSuppressions(t *testing.T) {
 	}
 	// A scoped key from the form: it sends nothing outside its scopes, and
 	// does not sign in to the console.
-	r, page = b.do("POST", "/keys", url.Values{"csrf": {csrf}, "name": {"validator"}, "scopes": {"validate"},
-		"domains": {"alice.example"}, "expires": {time.Now().AddDate(0, 1, 0).Format("2006-01-02")}}, nil)
+	status, page = b.submit("/keys", url.Values{"csrf": {csrf}, "name": {"validator"}, "scopes": {"validate"},
+		"domains": {"alice.example"}, "expires": {time.Now().AddDate(0, 1, 0).Format("2006-01-02")}})
 	scoped := regexp.MustCompile(`pl_[A-Za-z0-9_-]{40,}`).FindString(page)
-	if r.StatusCode != 201 || scoped == "" || !strings.Contains(page, "<td>validate</td><td>alice.example</td>") {
-		t.Fatalf("create a scoped key: %d\n%s", r.StatusCode, page)
+	if status != 303 || scoped == "" || !strings.Contains(page, "<td>validate</td><td>alice.example</td>") {
+		t.Fatalf("create a scoped key: %d\n%s", status, page)
 	}
 	sk := apitest.User{Login: "alice", Key: scoped}
 	if resp := env.Do(apitest.Request{Method: "GET", Path: "/api/domains", Auth: sk.Auth()}); resp.StatusCode != 403 {
@@ -338,9 +402,10 @@ func TestConsoleWebhooks(t *testing.T) {
 	b.signIn("alice", e.user.Key, "/")
 	_, page := b.do("GET", "/domains/shop.example.com/webhooks", nil, nil)
 	csrf := csrfRE.FindStringSubmatch(page)[1]
-	r, page := b.do("POST", "/domains/shop.example.com/webhooks", url.Values{"csrf": {csrf}, "url": {hooks.URL + "/in"}, "event_types": {"delivered"}}, nil)
-	if r.StatusCode != 201 || !strings.Contains(page, "whsec_") {
-		t.Fatalf("add webhook: %d\n%s", r.StatusCode, page)
+	status, page := b.submit("/domains/shop.example.com/webhooks", url.Values{"csrf": {csrf}, "url": {hooks.URL + "/in"}, "event_types": {"delivered"}})
+	secret := regexp.MustCompile(`whsec_[A-Za-z0-9+/=_-]+`).FindString(page)
+	if status != 303 || secret == "" || !strings.Contains(page, `data-copy="`+secret+`"`) || !strings.Contains(page, "Webhook to "+hooks.URL+"/in added.") {
+		t.Fatalf("add webhook: %d\n%s", status, page)
 	}
 	if r, page := b.do("POST", "/domains/shop.example.com/webhooks", url.Values{"csrf": {csrf}, "url": {"ftp://x"}}, nil); r.StatusCode != 422 || !strings.Contains(page, `id="wh-url-err"`) {
 		t.Errorf("a bad URL: %d", r.StatusCode)
@@ -366,7 +431,8 @@ func TestConsoleWebhooks(t *testing.T) {
 
 // TestConsoleOperator: the operator page is 403 to senders; an operator
 // creates and disables accounts there (the disabled account's key stops
-// working) and sees the queue.
+// working, the last enabled operator cannot disable itself) and sees the
+// queue.
 func TestConsoleOperator(t *testing.T) {
 	t.Parallel()
 	env := apitest.Start(t, store.SQLite, nil)
@@ -398,8 +464,9 @@ func TestConsoleOperator(t *testing.T) {
 	if r, page := o.do("GET", "/admin?keys=alice", nil, nil); r.StatusCode != 200 || !strings.Contains(page, "Keys of alice") || strings.Contains(page, alice.Key) {
 		t.Errorf("alice's keys on the operator page: %d", r.StatusCode)
 	}
-	if r, page := o.do("POST", "/admin/accounts", url.Values{"csrf": {csrf}, "login": {"dave"}}, nil); r.StatusCode != 201 || !strings.Contains(page, "dave") {
-		t.Errorf("create dave: %d", r.StatusCode)
+	if status, page := o.submit("/admin/accounts", url.Values{"csrf": {csrf}, "login": {"dave"}}); status != 303 ||
+		!strings.Contains(page, `id="notice">Account dave created;`) || !strings.Contains(page, `<td data-label="Login">dave`) {
+		t.Errorf("create dave: %d\n%s", status, page)
 	}
 	if r, page := o.do("POST", "/admin/accounts", url.Values{"csrf": {csrf}, "login": {"no spaces"}}, nil); r.StatusCode != 422 || !strings.Contains(page, `id="a-login-err"`) {
 		t.Errorf("a bad login: %d", r.StatusCode)
@@ -410,12 +477,20 @@ func TestConsoleOperator(t *testing.T) {
 	if resp := env.Do(apitest.Request{Method: "GET", Path: "/api/domains", Auth: alice.Auth()}); resp.StatusCode != 401 {
 		t.Errorf("alice's key after the operator disabled her: %d", resp.StatusCode)
 	}
-	if r, _ := b.do("GET", "/domains", nil, nil); r.StatusCode != 401 {
-		t.Errorf("alice's console session after she was disabled: %d", r.StatusCode)
+	if r, page := b.do("GET", "/domains", nil, nil); r.StatusCode != 401 || !strings.Contains(page, "Your session ended: an operator disabled the account.") {
+		t.Errorf("alice's console session after she was disabled: %d\n%s", r.StatusCode, page)
 	}
 	b.do("POST", "/admin/accounts/op/disable", url.Values{"csrf": {csrf}}, nil) // alice's ended session, the operator's token
 	if resp := env.Do(apitest.Request{Method: "GET", Path: "/api/domains", Auth: op.Auth()}); resp.StatusCode != 200 {
 		t.Error("a signed-out browser with the operator's CSRF token disabled the operator")
+	}
+	// The last enabled operator cannot lock itself out (issue 32, defect 5).
+	r, page = o.do("POST", "/admin/accounts/op/disable", url.Values{"csrf": {csrf}}, nil)
+	if r.StatusCode != 409 || !strings.Contains(page, "op is the last enabled operator account") {
+		t.Errorf("the last operator disabling itself: %d\n%s", r.StatusCode, page)
+	}
+	if r, _ := o.do("GET", "/admin", nil, nil); r.StatusCode != 200 {
+		t.Errorf("the operator page after the refusal: %d, want the operator still signed in", r.StatusCode)
 	}
 }
 
@@ -466,9 +541,9 @@ func TestConsoleDomainChanges(t *testing.T) {
 	if r, _ := b.do("POST", "/domains", url.Values{"csrf": {csrf}, "name": {"shop.example"}, "mode": {"direct"}}, nil); r.StatusCode != 303 {
 		t.Fatalf("add a direct domain: %d", r.StatusCode)
 	}
-	r, page = b.do("POST", "/domains/shop.example/verify", url.Values{"csrf": {csrf}}, nil)
-	if r.StatusCode != 200 || !strings.Contains(page, "not verified yet") || !strings.Contains(page, "<strong>missing</strong>") {
-		t.Errorf("verify now: %d\n%s", r.StatusCode, page)
+	status, page := b.submit("/domains/shop.example/verify", url.Values{"csrf": {csrf}})
+	if status != 303 || !strings.Contains(page, "not verified yet") || !strings.Contains(page, "<strong>missing</strong>") {
+		t.Errorf("verify now: %d\n%s", status, page)
 	}
 	if r, _ := b.do("POST", "/domains/shop.example/delete", url.Values{"csrf": {csrf}, "confirm": {"shop"}}, nil); r.StatusCode != 422 {
 		t.Errorf("delete with the wrong confirmation: %d", r.StatusCode)
@@ -617,7 +692,15 @@ func TestConsoleMore(t *testing.T) {
 	}
 
 	// A console password, set here and then used.
-	_, page = b.do("GET", "/keys", nil, nil)
+	// The form states the rule the server checks, and a refusal quotes it (issue 32, defect 4).
+	rule := "at least 12 characters, at most 256 bytes"
+	if _, page = b.do("GET", "/keys", nil, nil); !strings.Contains(page, "New password ("+rule+")") || !strings.Contains(page, `minlength="12"`) {
+		t.Errorf("the keys page does not state the password rule %q", rule)
+	}
+	if r, page := b.do("POST", "/password", url.Values{"csrf": {csrf}, "password": {"11 chars ok"}, "again": {"11 chars ok"}}, nil); r.StatusCode != 422 ||
+		!strings.Contains(page, "password must be "+rule) {
+		t.Errorf("an 11-character password: %d, want 422 quoting the rule", r.StatusCode)
+	}
 	if r, page := b.do("POST", "/password", url.Values{"csrf": {csrf}, "password": {"a long secret"}, "again": {"another"}}, nil); r.StatusCode != 422 || !strings.Contains(page, "differ") {
 		t.Errorf("two different passwords: %d", r.StatusCode)
 	}
@@ -683,9 +766,11 @@ func TestConsoleTemplatesAndSchedule(t *testing.T) {
 		"subject": {"x"}, "text": {"{{#if a}}"}}, nil); r.StatusCode != 422 || !strings.Contains(page, "does not parse") {
 		t.Errorf("a template that does not parse: %d", r.StatusCode)
 	}
-	r, page = b.do("POST", "/domains/shop.example.com/templates/welcome/preview?version=1", url.Values{"csrf": {csrf},
-		"variables": {`{"name": "<script>alert(1)</script>"}`}}, nil)
-	if r.StatusCode != 200 || strings.Contains(page, "<script>alert") || !strings.Contains(page, "&amp;lt;script&amp;gt;") {
+	// The preview is a GET (it changes nothing; a reload asks nothing).
+	r, page = b.do("GET", "/domains/shop.example.com/templates/welcome?"+url.Values{"version": {"1"},
+		"variables": {`{"name": "<script>alert(1)</script>"}`}}.Encode(), nil, nil)
+	if r.StatusCode != 200 || strings.Contains(page, "<script>alert") || !strings.Contains(page, "&amp;lt;script&amp;gt;") ||
+		!strings.Contains(page, `<form method="get" action="/domains/shop.example.com/templates/welcome">`) {
 		t.Errorf("preview: %d\n%s", r.StatusCode, page)
 	}
 	if r, _ := b.do("POST", "/domains/shop.example.com/templates/welcome", url.Values{"csrf": {csrf}, "subject": {"Welcome {{name}}"},

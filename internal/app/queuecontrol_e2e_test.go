@@ -374,9 +374,9 @@ func TestConsoleQueueControl(t *testing.T) {
 	if r, page := o.do("POST", "/admin/queue/suspensions", form("kind", "account", "value", "nobody"), nil); r.StatusCode != 404 || !strings.Contains(page, `id="s-value-err"`) {
 		t.Errorf("an unknown account: %d", r.StatusCode)
 	}
-	r, page := o.do("POST", "/admin/queue/suspensions", form("kind", "domain", "value", "shop.example.com", "duration", "2 hours", "reason", "<b>complaints</b>"), nil)
-	if r.StatusCode != 201 || !strings.Contains(page, `<td data-label="Name">shop.example.com</td><td data-label="Reason">&lt;b&gt;complaints&lt;/b&gt;</td>`) || !strings.Contains(page, "<time datetime=") {
-		t.Fatalf("suspend from the form: %d\n%s", r.StatusCode, page)
+	status, page := o.submit("/admin/queue/suspensions", form("kind", "domain", "value", "shop.example.com", "duration", "2 hours", "reason", "<b>complaints</b>"))
+	if status != 303 || !strings.Contains(page, `id="notice">Deliveries of domain shop.example.com wait until `) || !strings.Contains(page, `<td data-label="Name">shop.example.com</td><td data-label="Reason">&lt;b&gt;complaints&lt;/b&gt;</td>`) || !strings.Contains(page, "<time datetime=") {
+		t.Fatalf("suspend from the form: %d\n%s", status, page)
 	}
 	list, err := e.App.Queue.Suspensions(context.Background())
 	if err != nil || len(list) != 1 || list[0].CreatedBy != "operator" || list[0].Until == nil {

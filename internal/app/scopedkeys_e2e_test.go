@@ -279,9 +279,8 @@ func TestScopedKeysStayWithinTheirParent(t *testing.T) {
 		}
 		_, page := b.do("GET", "/keys", nil, nil)
 		csrf := csrfRE.FindStringSubmatch(page)[1]
-		r, page := b.do("POST", "/keys", url.Values{"csrf": {csrf}, "name": {"from the console"}}, nil)
-		if r.StatusCode != 201 {
-			t.Fatalf("console key naming no expiry: %d", r.StatusCode)
+		if status, _ := b.submit("/keys", url.Values{"csrf": {csrf}, "name": {"from the console"}}); status != 303 {
+			t.Fatalf("console key naming no expiry: %d", status)
 		}
 		for _, k := range mustKeys(t, e) {
 			if k.Name == "from the console" && (k.ExpiresAt == nil || k.ExpiresAt.After(soon)) {
@@ -295,8 +294,8 @@ func TestScopedKeysStayWithinTheirParent(t *testing.T) {
 			t.Errorf("the console session of an expiring key revoking the unrestricted key: %d", r.StatusCode)
 		}
 		time.Sleep(time.Until(soon) + 100*time.Millisecond)
-		if r, _ := b.do("GET", "/keys", nil, nil); r.StatusCode != 401 {
-			t.Errorf("the console after its key expired: %d, want 401 (the session ended: the sign-in form)", r.StatusCode)
+		if r, page := b.do("GET", "/keys", nil, nil); r.StatusCode != 401 || !strings.Contains(page, "the API key it was started with expired") {
+			t.Errorf("the console after its key expired: %d, want 401 (the session ended: the sign-in form saying why)", r.StatusCode)
 		}
 		if resp := do(e.user, "GET", "/api/keys", nil); resp.StatusCode != 200 {
 			t.Errorf("the unrestricted key at the end: %d", resp.StatusCode)

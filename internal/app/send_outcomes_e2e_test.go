@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/config"
+	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/smtptest"
 	"github.com/postline/postline/internal/store"
@@ -185,12 +186,13 @@ func TestSendRejectsBadRequests(t *testing.T) {
 		t.Errorf("36 MiB request: %d %.300s, want 413 with errors.body naming the limit", resp.StatusCode, resp.Body)
 	}
 	// Unverified domain: a business rule, not a field.
-	dom := e.dom
-	dom.VerifiedAt = nil
-	if _, _, err := e.App.Domains.Verify(context.Background(), dom, false); err != nil {
+	if _, err := e.App.Domains.Add(context.Background(), domain.AddParams{AccountID: e.user.ID, Name: "pending.example.com",
+		Delivery: domain.Delivery{Mode: domain.ModeDirect}, Trusted: true}); err != nil {
 		t.Fatal(err)
 	}
-	if resp := e.send(t, basicParts("ok@rcpt.example.net"), nil); resp.StatusCode != 422 || !strings.Contains(resp.JSON["error"].(string), "not verified") {
+	pending := []part{{name: "from", value: "orders@pending.example.com"}, {name: "to", value: "ok@rcpt.example.net"},
+		{name: "subject", value: "s"}, {name: "text", value: "t"}}
+	if resp := e.sendAs(t, e.user, "pending.example.com", pending); resp.StatusCode != 422 || !strings.Contains(resp.JSON["error"].(string), "not verified") {
 		t.Errorf("unverified domain: %d %s", resp.StatusCode, resp.Body)
 	}
 }

@@ -101,11 +101,11 @@ func TestValidationJobs(t *testing.T) {
 		}
 		rows, err := csv.NewReader(r.Body).ReadAll()
 		r.Body.Close()
-		if err != nil || len(rows) != 1001 || strings.Join(rows[0], ",") != "email,status,reason,error,warnings,spamtrap_score,suggestion,deliverability,deliverability_reasons" {
+		if err != nil || len(rows) != 1001 || strings.Join(rows[0], ",") != "email,status,reason,error,warnings,spamtrap_score,suggestion,deliverability,deliverability_reasons,name" {
 			t.Fatalf("CSV results: %d rows, %v", len(rows), err)
 		}
 		for i, row := range rows[1:] {
-			if row[0] != want[i] || (i%3 == 0) != (row[1] == "invalid") {
+			if row[0] != want[i] || (i%3 == 0) != (row[1] == "invalid") || row[9] != fmt.Sprintf("User %d", i) {
 				t.Fatalf("CSV row %d = %v, want %s (invalid %v)", i, row, want[i], i%3 == 0)
 			}
 		}

@@ -128,6 +128,9 @@ type Config struct {
 	SpoolMemory, SpoolMaxBytes, SpoolProcessingMemory int64
 
 	DomainClaimTTL time.Duration // how long an unverified domain claim lasts
+	// DomainRecheckInterval is how often serve looks up each verified
+	// domain's records again (0: never).
+	DomainRecheckInterval time.Duration
 	// ScheduleMaxAhead bounds a send's deliver_at.
 	ScheduleMaxAhead time.Duration
 	// Mailbox probes (--validation-smtp-probe): off unless set; a probe
@@ -251,6 +254,7 @@ func Default() Config {
 		DBTimeout:                    5 * time.Second,
 		LogRetention:                 30 * 24 * time.Hour,
 		DomainClaimTTL:               72 * time.Hour,
+		DomainRecheckInterval:        24 * time.Hour,
 		ScheduleMaxAhead:             7 * 24 * time.Hour,
 		ValidationProbeTimeout:       15 * time.Second,
 		ValidationJobLease:           2 * time.Minute,
@@ -497,6 +501,9 @@ func (c Config) Validate() error {
 	}
 	if c.DomainClaimTTL < time.Hour {
 		bad("domain-claim-ttl", "must be at least 1h, got %s", c.DomainClaimTTL)
+	}
+	if c.DomainRecheckInterval != 0 && c.DomainRecheckInterval < time.Second {
+		bad("domain-recheck-interval", "must be 0 (off) or at least 1s, got %s", c.DomainRecheckInterval)
 	}
 	if c.TrackingPerAddressPerMinute < 1 {
 		bad("tracking-per-address-per-minute", "must be at least 1, got %d", c.TrackingPerAddressPerMinute)

@@ -143,6 +143,14 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 		}
 		return err
 	})
+	fs.Func("domain-recheck-interval", "how often serve looks up each verified domain's DNS records again, e.g. 24h or 1d (default 24h; 0: never); "+
+		"a failed re-check leaves the domain verified and shows \"records changed since verification\"", func(s string) error {
+		d, err := parseDays(s)
+		if err == nil {
+			cfg.DomainRecheckInterval = d
+		}
+		return err
+	})
 	fs.BoolVar(&cfg.ValidationSMTPProbe, "validation-smtp-probe", false,
 		"permit mailbox probes (RCPT TO at the address's MX, never DATA) for validation requests with check_mailbox; needs outbound port 25 and --validation-helo")
 	fs.StringVar(&cfg.ValidationHelo, "validation-helo", "", "the EHLO name of mailbox probes (required with --validation-smtp-probe)")

@@ -12,7 +12,7 @@ import (
 func (c *Console) adminOnly(fn pageFunc) pageFunc {
 	return func(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 		if !s.Admin {
-			c.render(w, http.StatusForbidden, "notfound", view{Title: "Operators only", Session: s,
+			c.render(w, r, http.StatusForbidden, "notfound", view{Title: "Operators only", Session: s,
 				Data: map[string]any{"Message": "This page is for operator accounts (postline user create --admin)."}})
 			return nil
 		}
@@ -23,10 +23,10 @@ func (c *Console) adminOnly(fn pageFunc) pageFunc {
 // adminPage is the operator's view: every account, the queue across
 // every domain, "retry now", and the queue's suspensions (queuecontrol.go).
 func (c *Console) adminPage(w http.ResponseWriter, r *http.Request, s *account.Session) error {
-	return c.renderAdmin(w, r, s, http.StatusOK, nil, "")
+	return c.renderAdmin(w, r, s, http.StatusOK, nil)
 }
 
-func (c *Console) renderAdmin(w http.ResponseWriter, r *http.Request, s *account.Session, status int, fieldErr map[string][]string, notice string) error {
+func (c *Console) renderAdmin(w http.ResponseWriter, r *http.Request, s *account.Session, status int, fieldErr map[string][]string) error {
 	users, err := c.deps.Accounts.Users(r.Context())
 	if err != nil {
 		return err
@@ -54,7 +54,7 @@ func (c *Console) renderAdmin(w http.ResponseWriter, r *http.Request, s *account
 		rows = append(rows, rr)
 		total.Queued, total.Deferred, total.InFlight = total.Queued+q.Queued, total.Deferred+q.Deferred, total.InFlight+q.InFlight
 	}
-	data := map[string]any{"Users": users, "Queue": rows, "Total": total, "Errors": fieldErr, "Notice": notice}
+	data := map[string]any{"Users": users, "Queue": rows, "Total": total, "Errors": fieldErr}
 	if err := c.queueControl(r, data); err != nil {
 		return err
 	}
@@ -65,18 +65,18 @@ func (c *Console) renderAdmin(w http.ResponseWriter, r *http.Request, s *account
 		}
 		data["KeysOf"], data["Keys"] = login, keys
 	}
-	c.render(w, status, "admin", view{Title: "Operator", Session: s, Data: data})
+	c.render(w, r, status, "admin", view{Title: "Operator", Session: s, Data: data})
 	return nil
 }
 
 func (c *Console) adminCreateAccount(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	login := strings.TrimSpace(r.PostFormValue("login"))
 	if err := account.CheckLogin(login); err != nil {
-		return c.renderAdmin(w, r, s, http.StatusUnprocessableEntity, map[string][]string{"login": {err.Error()}}, "")
+		return c.renderAdmin(w, r, s, http.StatusUnprocessableEntity, map[string][]string{"login": {err.Error()}})
 	}
 	if _, err := c.deps.Accounts.CreateUser(r.Context(), login); err != nil {
 		if apperr.CodeOf(err) == apperr.Conflict {
-			return c.renderAdmin(w, r, s, http.StatusConflict, map[string][]string{"login": {"That login exists."}}, "")
+			return c.renderAdmin(w, r, s, http.StatusConflict, map[string][]string{"login": {"That login exists."}})
 		}
 		return err
 	}
@@ -85,7 +85,8 @@ func (c *Console) adminCreateAccount(w http.ResponseWriter, r *http.Request, s *
 			return err
 		}
 	}
-	return c.renderAdmin(w, r, s, http.StatusCreated, nil, "Account "+login+" created; give it a key with postline key create or POST /api/admin/accounts/"+login+"/keys.")
+	c.redirect(w, r, "/admin", flash{Notice: "Account " + login + " created; give it a key with postline key create or POST /api/admin/accounts/" + login + "/keys."})
+	return nil
 }
 
 func (c *Console) adminSetDisabled(disable bool) pageFunc {
@@ -97,10 +98,17 @@ func (c *Console) adminSetDisabled(disable bool) pageFunc {
 		} else {
 			err = c.deps.Accounts.EnableUser(r.Context(), login)
 		}
+		if apperr.CodeOf(err) == apperr.Conflict { // the last enabled operator
+			return c.renderAdmin(w, r, s, http.StatusConflict, map[string][]string{"accounts": {apperrMessage(err)}})
+		}
 		if err != nil {
 			return err
 		}
-		http.Redirect(w, r, "/admin", http.StatusSeeOther)
+		what := "enabled: its keys that were not revoked work again."
+		if disable {
+			what = "disabled: its keys and console sessions no longer work."
+		}
+		c.redirect(w, r, "/admin", flash{Notice: "Account " + login + " " + what})
 		return nil
 	}
 }
@@ -110,26 +118,10 @@ func (c *Console) adminRetry(w http.ResponseWriter, r *http.Request, s *account.
 	if err != nil {
 		return err
 	}
-	return c.renderAdmin(w, r, s, http.StatusOK, nil, pluralDeliveries(n)+" made due now.")
+	c.redirect(w, r, "/admin", flash{Notice: pluralDeliveries(n) + " made due now."})
+	return nil
 }
 
 func pluralDeliveries(n int64) string {
-	if n == 1 {
-		return "1 deferred delivery"
-	}
-	return itoa64(n) + " deferred deliveries"
-}
-
-func itoa64(n int64) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
+	return plural(n, "deferred delivery", "deferred deliveries")
 }

@@ -19,7 +19,6 @@ import (
 	"encoding/hex"
 	"github.com/postline/postline/internal/templates"
 	"html/template"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -70,9 +69,7 @@ type Deps struct {
 	Limiter      *ratelimit.Limiter
 	Series       Series // hourly counts for the overview; nil: no charts
 	Jobs         *validation.Jobs
-	// ReadList reads an uploaded list as the API does.
-	ReadList func(r io.Reader, max int) ([]string, error)
-	Attempts *ratelimit.Attempts // failed sign-ins per login and address
+	Attempts     *ratelimit.Attempts // failed sign-ins per login and address
 }
 
 // Console serves the pages.
@@ -108,9 +105,11 @@ func New(cfg Config, deps Deps) (*Console, error) {
 	if err := c.loadAssets(); err != nil {
 		return nil, err
 	}
-	funcs := template.FuncMap{"css": func() string { return c.css }, "js": func() string { return c.js }, "iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) }, "join": strings.Join, "inc": func(n int) int { return n + 1 }}
+	funcs := template.FuncMap{"css": func() string { return c.css }, "js": func() string { return c.js },
+		"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) }, "join": strings.Join, "inc": func(n int) int { return n + 1 },
+		"num": anyNum, "fields": detailFields}
 	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks", "admin", "validation", "job", "templates", "template"} {
-		files := []string{"templates/layout.html", "templates/" + name + ".html"}
+		files := []string{"templates/layout.html", "templates/details.html", "templates/" + name + ".html"}
 		if name == "templates" || name == "template" {
 			files = append(files, "templates/templatefields.html")
 		}

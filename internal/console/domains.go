@@ -42,38 +42,47 @@ func (c *Console) addDomain(w http.ResponseWriter, r *http.Request, s *account.S
 		if e.Code == apperr.Conflict {
 			status = http.StatusConflict
 		}
-		c.render(w, status, "domains", view{Title: "Domains", Session: s, Data: map[string]any{"Domains": doms, "Errors": fields, "Form": form}})
+		c.render(w, r, status, "domains", view{Title: "Domains", Session: s, Data: map[string]any{"Domains": doms, "Errors": fields, "Form": form}})
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/domains/"+d.Name, http.StatusSeeOther)
+	c.redirect(w, r, "/domains/"+d.Name, flash{Notice: "Domain " + d.Name + " added. Publish the records below, then verify it: " +
+		"until then the name is not reserved, and the claim lapses unless verified."})
 	return nil
 }
 
-// verifyDomain looks the records up now and shows each one's state.
+// verifyDomain looks the records up now; the domain's page then shows
+// each one's state.
 func (c *Console) verifyDomain(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
 	if err != nil {
 		return err
 	}
-	d, recs, err := c.deps.Domains.Verify(r.Context(), d, false)
-	if apperr.CodeOf(err) == apperr.Conflict {
-		c.render(w, http.StatusConflict, "domain", view{Title: d.Name, Session: s, Data: map[string]any{"Domain": d,
-			"Records": c.deps.Domains.Records(d), "Claim": d.ClaimStatus(), "Notice": apperrMessage(err)}})
+	d, _, err = c.deps.Domains.Verify(r.Context(), d, false)
+	if apperr.CodeOf(err) == apperr.Conflict { // the name is another account's now
+		c.redirect(w, r, "/domains/"+d.Name, flash{Notice: apperrMessage(err)})
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	notice := d.Name + " is verified."
-	if !d.Verified() {
-		notice = d.Name + " is not verified yet: publish the records marked missing or mismatch, then verify again."
-	}
-	c.render(w, http.StatusOK, "domain", view{Title: d.Name, Session: s, Data: map[string]any{"Domain": d,
-		"Records": recs, "Claim": d.ClaimStatus(), "Notice": notice}})
+	c.redirect(w, r, "/domains/"+d.Name, flash{Notice: verifyNotice(d)})
 	return nil
+}
+
+// verifyNotice says what a check found and what it changed: a verified
+// domain stays verified whatever the check finds.
+func verifyNotice(d domain.Domain) string {
+	switch {
+	case d.RecordsChanged():
+		return d.Name + " stays verified and keeps sending, but its DNS records changed since verification: " +
+			"publish the records marked missing or mismatch (a passing DNS failure clears by itself at the next check)."
+	case d.Verified():
+		return d.Name + " is verified: every required record is in place."
+	}
+	return d.Name + " is not verified yet: publish the records marked missing or mismatch, then verify again."
 }
 
 // deleteDomain removes a domain once its name is typed again.
@@ -83,14 +92,14 @@ func (c *Console) deleteDomain(w http.ResponseWriter, r *http.Request, s *accoun
 		return err
 	}
 	if strings.TrimSpace(r.PostFormValue("confirm")) != d.Name {
-		c.render(w, http.StatusUnprocessableEntity, "domain", view{Title: d.Name, Session: s, Data: map[string]any{"Domain": d,
-			"Records": c.deps.Domains.Records(d), "Claim": d.ClaimStatus(), "ConfirmError": "Type " + d.Name + " to confirm."}})
+		c.render(w, r, http.StatusUnprocessableEntity, "domain", view{Title: d.Name, Session: s, Data: map[string]any{"Domain": d,
+			"Records": c.deps.Domains.CheckedRecords(d), "Claim": d.ClaimStatus(), "ConfirmError": "Type " + d.Name + " to confirm."}})
 		return nil
 	}
 	if err := c.deps.Domains.Remove(r.Context(), d); err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/domains", http.StatusSeeOther)
+	c.redirect(w, r, "/domains", flash{Notice: "Domain " + d.Name + " deleted, with its DKIM key, log, suppressions and webhooks."})
 	return nil
 }
 
@@ -124,12 +133,14 @@ func (c *Console) domainSettings(w http.ResponseWriter, r *http.Request, s *acco
 		if len(fields) == 0 {
 			fields = map[string][]string{"settings": {e.Message}}
 		}
-		c.render(w, http.StatusUnprocessableEntity, "domain", view{Title: d.Name, Session: s, Data: map[string]any{"Domain": d,
-			"Records": c.deps.Domains.Records(d), "Claim": d.ClaimStatus(), "Errors": fields}})
+		c.render(w, r, http.StatusUnprocessableEntity, "domain", view{Title: d.Name, Session: s, Data: map[string]any{"Domain": d,
+			"Records": c.deps.Domains.CheckedRecords(d), "Claim": d.ClaimStatus(), "Errors": fields}})
 		return nil
 	}
+	var saved string
 	switch r.PostFormValue("section") {
 	case "tracking":
+		saved = "Tracking settings of " + d.Name + " saved."
 		t := domain.Tracking{Opens: r.PostFormValue("opens") == "on", Clicks: r.PostFormValue("clicks") == "on",
 			Unsubscribe: r.PostFormValue("unsubscribe") == "on"}
 		if d, err = c.deps.Domains.SetTrackingOptions(ctx, d, t); err != nil {
@@ -142,6 +153,7 @@ func (c *Console) domainSettings(w http.ResponseWriter, r *http.Request, s *acco
 			return fail(err)
 		}
 	case "delivery":
+		saved = "How mail of " + d.Name + " leaves: saved."
 		del := domain.Delivery{Mode: domain.ModeDirect, Pool: strings.TrimSpace(r.PostFormValue("pool"))}
 		if r.PostFormValue("mode") == "smtp" {
 			del = domain.Delivery{Mode: domain.ModeSMTP, Host: strings.TrimSpace(r.PostFormValue("host")),
@@ -161,6 +173,6 @@ func (c *Console) domainSettings(w http.ResponseWriter, r *http.Request, s *acco
 	default:
 		return apperr.Errorf(apperr.NotFound, "no such settings")
 	}
-	http.Redirect(w, r, "/domains/"+d.Name, http.StatusSeeOther)
+	c.redirect(w, r, "/domains/"+d.Name, flash{Notice: saved})
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // uploadList queues a list-cleaning job from an uploaded CSV or text file
-// (the same reader as the API's) and shows its page. The upload is bounded
+// (validation.ReadList, as the API) and shows its page. The upload is bounded
 // where the console is mounted (httpapi: 64 MiB, as the API's) and in
 // lines here (validation.MaxJobLines); an account with its maximum of
 // unfinished jobs is told so (429).
@@ -28,11 +28,12 @@ func (c *Console) uploadList(w http.ResponseWriter, r *http.Request, s *account.
 		return c.renderValidation(w, r, s, http.StatusUnprocessableEntity, "Choose a CSV or text file with one address a line.")
 	}
 	defer f.Close()
-	emails, err := c.deps.ReadList(f, validation.MaxJobLines)
+	list, err := validation.ReadList(f, validation.MaxJobLines)
 	if err == nil {
 		var j validation.Job
-		if j, err = c.deps.Jobs.Create(r.Context(), s.AccountID, emails, false); err == nil {
-			http.Redirect(w, r, "/validation/jobs/"+strconv.FormatInt(j.ID, 10), http.StatusSeeOther)
+		if j, err = c.deps.Jobs.CreateList(r.Context(), s.AccountID, list, false); err == nil {
+			c.redirect(w, r, "/validation/jobs/"+strconv.FormatInt(j.ID, 10),
+				flash{Notice: fmt.Sprintf("List #%d queued: %s to check.", j.ID, plural(int64(j.Total), "address", "addresses"))})
 			return nil
 		}
 	}
@@ -75,13 +76,14 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request, s *account.Ses
 	if j.Total > 0 {
 		pct = j.Done * 100 / j.Total
 	}
-	c.render(w, http.StatusOK, "job", view{Title: fmt.Sprintf("List %d", j.ID), Session: s, Data: map[string]any{
+	c.render(w, r, http.StatusOK, "job", view{Title: fmt.Sprintf("List %d", j.ID), Session: s, Data: map[string]any{
 		"Job": j, "Percent": pct, "Running": j.Status == validation.JobQueued || j.Status == validation.JobRunning}})
 	return nil
 }
 
-// jobResults downloads a job's results as CSV, in input order, every cell
-// safe to open in a spreadsheet (validation.SpreadsheetSafe).
+// jobResults downloads a job's results as CSV, in input order: the API's
+// columns (validation.ResultsHeader), every cell safe to open in a
+// spreadsheet.
 func (c *Console) jobResults(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	j, err := c.jobFromPath(r, s)
 	if err != nil {
@@ -90,14 +92,9 @@ func (c *Console) jobResults(w http.ResponseWriter, r *http.Request, s *account.
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="validation-job-%d.csv"`, j.ID))
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"email", "status", "reason", "warnings", "spamtrap_score", "suggestion"}) //nolint:errcheck // flushed below
+	cw.Write(validation.ResultsHeader(j)) //nolint:errcheck // flushed below
 	err = c.deps.Jobs.Results(r.Context(), s.AccountID, j.ID, func(it validation.JobItem) error {
-		if it.Result == nil {
-			return cw.Write(validation.SpreadsheetSafe([]string{it.Email, "", "", "", "", ""}))
-		}
-		res := *it.Result
-		return cw.Write(validation.SpreadsheetSafe([]string{it.Email, validation.Verdict(res), res.Reason, strings.Join(res.Warnings, " "),
-			strconv.FormatFloat(res.SpamtrapScore, 'f', 3, 64), res.Suggestion}))
+		return cw.Write(validation.ResultsRow(it))
 	})
 	cw.Flush()
 	if err != nil {

@@ -79,7 +79,7 @@ func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *account.Ses
 	for _, e := range pg.Entries {
 		newest = max(newest, e.ID)
 	}
-	c.render(w, http.StatusOK, "log", view{Title: "Log · " + d.Name, Session: s, Data: map[string]any{
+	c.render(w, r, http.StatusOK, "log", view{Title: "Log · " + d.Name, Session: s, Data: map[string]any{
 		"Newest": newest, "Tail": page == 1 && f.OnlyTimeAndType() && f.Type == "",
 		"Domain": d, "Entries": pg.Entries, "Total": pg.Total, "Exact": pg.Exact, "Page": page,
 		"HasNext": f.Offset+len(pg.Entries) < pg.Total, "HasPrev": page > 1,
@@ -112,7 +112,7 @@ func (c *Console) chainPage(w http.ResponseWriter, r *http.Request, s *account.S
 	for _, st := range states {
 		cancellable = cancellable || st.Cancellable
 	}
-	c.render(w, http.StatusOK, "chain", view{Title: "Message " + id, Session: s,
+	c.render(w, r, http.StatusOK, "chain", view{Title: "Message " + id, Session: s,
 		Data: map[string]any{"Domain": d, "MessageID": id, "Entries": entries, "States": states, "DeliverAt": deliverAt,
 			"Cancellable": cancellable}})
 	return nil

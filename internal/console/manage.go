@@ -15,12 +15,13 @@ import (
 )
 
 // keysPage lists the account's API keys (never a key itself, only its
-// prefix); a key just created is shown once, in the answer to its POST.
+// prefix); a key just created is shown once, on the page its POST
+// redirects to (the flash's secret).
 func (c *Console) keysPage(w http.ResponseWriter, r *http.Request, s *account.Session) error {
-	return c.renderKeys(w, r, s, http.StatusOK, "", nil)
+	return c.renderKeys(w, r, s, http.StatusOK, nil)
 }
 
-func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, s *account.Session, status int, created string, fieldErr map[string][]string) error {
+func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, s *account.Session, status int, fieldErr map[string][]string) error {
 	keys, err := c.deps.Accounts.Keys(r.Context(), s.Login)
 	if err != nil {
 		return err
@@ -33,20 +34,22 @@ func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, s *account.
 			return err
 		}
 	}
-	c.render(w, status, "keys", view{Title: "API keys", Session: s, Data: map[string]any{"Keys": keys, "Created": created,
-		"Errors": fieldErr, "AllScopes": account.AllScopes, "SigningKey": signing}})
+	c.render(w, r, status, "keys", view{Title: "API keys", Session: s, Data: map[string]any{"Keys": keys,
+		"Errors": fieldErr, "AllScopes": account.AllScopes, "SigningKey": signing,
+		"PasswordRule": account.PasswordRule(), "PasswordMin": account.MinPasswordLen}})
 	return nil
 }
 
 func (c *Console) createKey(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	plain, err := c.createKeyFromForm(r, s)
 	if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
-		return c.renderKeys(w, r, s, http.StatusUnprocessableEntity, "", e.Fields)
+		return c.renderKeys(w, r, s, http.StatusUnprocessableEntity, e.Fields)
 	}
 	if err != nil {
 		return err
 	}
-	return c.renderKeys(w, r, s, http.StatusCreated, plain, nil)
+	c.redirect(w, r, "/keys", flash{Notice: "API key created.", Secret: plain})
+	return nil
 }
 
 // revokeKey revokes one of the account's own keys; another account's key
@@ -57,11 +60,15 @@ func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, s *account.S
 		return apperr.Errorf(apperr.NotFound, "no key")
 	}
 	if err := c.deps.Accounts.RevokeOwnKey(r.Context(), s.Principal, id); apperr.CodeOf(err) == apperr.Forbidden {
-		return c.renderKeys(w, r, s, http.StatusForbidden, "", map[string][]string{"revoke": {err.Error()}})
+		return c.renderKeys(w, r, s, http.StatusForbidden, map[string][]string{"revoke": {err.Error()}})
 	} else if err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/keys", http.StatusSeeOther)
+	notice := "API key revoked: it no longer works."
+	if id == s.KeyID {
+		notice = "API key revoked: it no longer works, and this session, started with it, has ended."
+	}
+	c.redirect(w, r, "/keys", flash{Notice: notice})
 	return nil
 }
 
@@ -86,7 +93,7 @@ func (c *Console) renderSuppressions(w http.ResponseWriter, r *http.Request, s *
 	if err != nil {
 		return err
 	}
-	c.render(w, status, "suppressions", view{Title: "Suppressions · " + d.Name, Session: s, Data: map[string]any{
+	c.render(w, r, status, "suppressions", view{Title: "Suppressions · " + d.Name, Session: s, Data: map[string]any{
 		"Domain": d, "Type": string(t), "Types": []string{string(suppression.Bounce), string(suppression.Unsubscribe), string(suppression.Whitelist)},
 		"Page": pg, "Search": q.Get("search"), "Errors": fieldErr}})
 	return nil
@@ -106,7 +113,8 @@ func (c *Console) addSuppression(w http.ResponseWriter, r *http.Request, s *acco
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/domains/"+d.Name+"/suppressions?type="+string(t), http.StatusSeeOther)
+	c.redirect(w, r, "/domains/"+d.Name+"/suppressions?type="+string(t),
+		flash{Notice: "Added " + strings.TrimSpace(r.PostFormValue("recipient")) + " to the " + string(t) + " list."})
 	return nil
 }
 
@@ -122,7 +130,11 @@ func (c *Console) deleteSuppression(w http.ResponseWriter, r *http.Request, s *a
 	if err := c.deps.Suppressions.Remove(r.Context(), d.ID, id); err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/domains/"+d.Name+"/suppressions?type="+r.PostFormValue("type"), http.StatusSeeOther)
+	t := suppression.Type(r.PostFormValue("type"))
+	if !t.Valid() {
+		t = suppression.Bounce
+	}
+	c.redirect(w, r, "/domains/"+d.Name+"/suppressions?type="+string(t), flash{Notice: "Removed from the " + string(t) + " list."})
 	return nil
 }
 
@@ -144,7 +156,8 @@ func (c *Console) importSuppressions(w http.ResponseWriter, r *http.Request, s *
 		msg := fmt.Sprintf("%d added, %d already present, then: %s", res.Added, res.Existing, apperrText(err))
 		return c.renderSuppressions(w, r, s, http.StatusUnprocessableEntity, map[string][]string{"file": {msg}})
 	}
-	http.Redirect(w, r, "/domains/"+d.Name+"/suppressions?imported="+strconv.Itoa(res.Added), http.StatusSeeOther)
+	c.redirect(w, r, "/domains/"+d.Name+"/suppressions", flash{Notice: fmt.Sprintf("Imported: %s added, %s already present.",
+		num(int64(res.Added)), num(int64(res.Existing)))})
 	return nil
 }
 
@@ -196,7 +209,7 @@ func (c *Console) exportSuppressions(w http.ResponseWriter, r *http.Request, s *
 func (c *Console) setPassword(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	pw, again := r.PostFormValue("password"), r.PostFormValue("again")
 	if pw != again {
-		return c.renderKeys(w, r, s, http.StatusUnprocessableEntity, "", map[string][]string{"password": {"The two passwords differ."}})
+		return c.renderKeys(w, r, s, http.StatusUnprocessableEntity, map[string][]string{"password": {"The two passwords differ."}})
 	}
 	err := c.deps.Accounts.SetPassword(r.Context(), s.Login, pw)
 	if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
@@ -204,15 +217,19 @@ func (c *Console) setPassword(w http.ResponseWriter, r *http.Request, s *account
 		if len(msgs) == 0 {
 			msgs = []string{e.Message}
 		}
-		return c.renderKeys(w, r, s, http.StatusUnprocessableEntity, "", map[string][]string{"password": msgs})
+		return c.renderKeys(w, r, s, http.StatusUnprocessableEntity, map[string][]string{"password": msgs})
 	}
 	if e, ok := apperr.As(err); ok && e.Code == apperr.RateLimited { // hashing is bounded like checking
-		return c.renderKeys(w, r, s, http.StatusTooManyRequests, "", map[string][]string{"password": {e.Message}})
+		return c.renderKeys(w, r, s, http.StatusTooManyRequests, map[string][]string{"password": {e.Message}})
 	}
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/keys?password=set", http.StatusSeeOther)
+	notice := "Console password set: sign in with it or with an API key."
+	if pw == "" {
+		notice = "Console password removed: sign in with an API key."
+	}
+	c.redirect(w, r, "/keys", flash{Notice: notice})
 	return nil
 }
 

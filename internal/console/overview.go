@@ -79,7 +79,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *account.Se
 		b.Failures = pg.Entries
 		blocks = append(blocks, b)
 	}
-	c.render(w, http.StatusOK, "overview", view{Title: "Overview", Session: s, Data: map[string]any{"Blocks": blocks, "Types": overviewTypes}})
+	c.render(w, r, http.StatusOK, "overview", view{Title: "Overview", Session: s, Data: map[string]any{"Blocks": blocks, "Types": overviewTypes}})
 	return nil
 }
 

@@ -18,9 +18,13 @@ type view struct {
 	Title   string
 	Session *account.Session
 	Data    map[string]any
+	// Flash is what the form posted before this page said (the layout
+	// shows its notice; a page shows its secret).
+	Flash flash
 }
 
-func (c *Console) render(w http.ResponseWriter, status int, page string, v view) {
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, v view) {
+	v.Flash = flashOf(r)
 	var buf bytes.Buffer
 	if err := c.pages[page].Execute(&buf, v); err != nil {
 		c.cfg.Logger.Error("console: rendering", "page", page, "error", err)
@@ -41,20 +45,20 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *account.Sessio
 	err = apperr.Classify(err)
 	switch apperr.CodeOf(err) {
 	case apperr.NotFound:
-		c.render(w, http.StatusNotFound, "notfound", view{Title: "Not found", Session: s,
+		c.render(w, r, http.StatusNotFound, "notfound", view{Title: "Not found", Session: s,
 			Data: map[string]any{"Message": "There is nothing here, or it is not yours."}})
 	case apperr.Unavailable:
 		c.cfg.Logger.Warn("console: page unavailable", "path", r.URL.Path, "error", err)
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterUnavailable))
-		c.render(w, http.StatusServiceUnavailable, "notfound", view{Title: "Unavailable", Session: s,
+		c.render(w, r, http.StatusServiceUnavailable, "notfound", view{Title: "Unavailable", Session: s,
 			Data: map[string]any{"Message": faultMessage(err)}})
 	case apperr.InsufficientStorage:
 		c.cfg.Logger.Error("console: disk full", "path", r.URL.Path, "error", err)
-		c.render(w, http.StatusInsufficientStorage, "notfound", view{Title: "Disk full", Session: s,
+		c.render(w, r, http.StatusInsufficientStorage, "notfound", view{Title: "Disk full", Session: s,
 			Data: map[string]any{"Message": faultMessage(err)}})
 	default:
 		c.cfg.Logger.Error("console: page failed", "path", r.URL.Path, "error", err)
-		c.render(w, http.StatusInternalServerError, "notfound", view{Title: "Error", Session: s,
+		c.render(w, r, http.StatusInternalServerError, "notfound", view{Title: "Error", Session: s,
 			Data: map[string]any{"Message": "Something went wrong on the server; it has been logged."}})
 	}
 }
@@ -105,7 +109,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	login, secret := strings.TrimSpace(r.PostFormValue("login")), r.PostFormValue("secret")
 	next := localPath(r.PostFormValue("next"))
 	again := func(status int, msg string) {
-		c.render(w, status, "signin", view{Title: "Sign in", Data: map[string]any{"Next": next, "Login": login, "Error": msg}})
+		c.render(w, r, status, "signin", view{Title: "Sign in", Data: map[string]any{"Next": next, "Login": login, "Error": msg}})
 	}
 	ip := clientIP(r)
 	isKey := strings.HasPrefix(secret, "pl_")
@@ -185,7 +189,7 @@ func (c *Console) signInFault(w http.ResponseWriter, r *http.Request, next, logi
 		status, msg = http.StatusInsufficientStorage, faultMessage(err)
 	}
 	c.cfg.Logger.Error("console: sign-in", "path", r.URL.Path, "error", err)
-	c.render(w, status, "signin", view{Title: "Sign in", Data: map[string]any{"Next": next, "Login": login, "Error": msg}})
+	c.render(w, r, status, "signin", view{Title: "Sign in", Data: map[string]any{"Next": next, "Login": login, "Error": msg}})
 }
 
 func (c *Console) signOut(w http.ResponseWriter, r *http.Request, s *account.Session) error {
@@ -204,7 +208,7 @@ func (c *Console) domainList(w http.ResponseWriter, r *http.Request, s *account.
 	if err != nil {
 		return err
 	}
-	c.render(w, http.StatusOK, "domains", view{Title: "Domains", Session: s, Data: map[string]any{"Domains": doms, "Form": map[string]string{}}})
+	c.render(w, r, http.StatusOK, "domains", view{Title: "Domains", Session: s, Data: map[string]any{"Domains": doms, "Form": map[string]string{}}})
 	return nil
 }
 
@@ -213,8 +217,8 @@ func (c *Console) domainPage(w http.ResponseWriter, r *http.Request, s *account.
 	if err != nil {
 		return err
 	}
-	c.render(w, http.StatusOK, "domain", view{Title: d.Name, Session: s,
-		Data: map[string]any{"Domain": d, "Records": c.deps.Domains.Records(d), "Claim": d.ClaimStatus()}})
+	c.render(w, r, http.StatusOK, "domain", view{Title: d.Name, Session: s,
+		Data: map[string]any{"Domain": d, "Records": c.deps.Domains.CheckedRecords(d), "Claim": d.ClaimStatus()}})
 	return nil
 }
 

@@ -93,13 +93,13 @@ func automationHistory(list []suspend.Suspension, now time.Time) []historyEntry 
 func (c *Console) adminSuspend(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	kind := suspend.Kind(r.PostFormValue("kind"))
 	if !slices.Contains(suspend.Kinds, kind) {
-		return c.renderAdmin(w, r, s, http.StatusUnprocessableEntity, map[string][]string{"value": {"Choose a site, a domain or an account."}}, "")
+		return c.renderAdmin(w, r, s, http.StatusUnprocessableEntity, map[string][]string{"value": {"Choose a site, a domain or an account."}})
 	}
 	req := suspend.Request{Kind: kind, Value: r.PostFormValue("value"), Reason: r.PostFormValue("reason"), By: s.Login}
 	if d := strings.TrimSpace(r.PostFormValue("duration")); d != "" {
 		var err error
 		if req.Duration, err = shaping.ParseDuration(d); err != nil {
-			return c.renderAdmin(w, r, s, http.StatusUnprocessableEntity, map[string][]string{"duration": {err.Error()}}, "")
+			return c.renderAdmin(w, r, s, http.StatusUnprocessableEntity, map[string][]string{"duration": {err.Error()}})
 		}
 	}
 	sp, err := c.deps.Queue.Suspend(r.Context(), req)
@@ -114,7 +114,7 @@ func (c *Console) adminSuspend(w http.ResponseWriter, r *http.Request, s *accoun
 		if e.Code == apperr.NotFound {
 			status, fields["value"] = http.StatusNotFound, []string{"No " + string(kind) + " has that name."}
 		}
-		return c.renderAdmin(w, r, s, status, fields, "")
+		return c.renderAdmin(w, r, s, status, fields)
 	}
 	if err != nil {
 		return err
@@ -123,7 +123,8 @@ func (c *Console) adminSuspend(w http.ResponseWriter, r *http.Request, s *accoun
 	if sp.Until != nil {
 		until = "until " + sp.Until.UTC().Format("2006-01-02 15:04:05 UTC")
 	}
-	return c.renderAdmin(w, r, s, http.StatusCreated, nil, "Deliveries of "+string(sp.Kind)+" "+sp.Value+" wait "+until+".")
+	c.redirect(w, r, "/admin", flash{Notice: "Deliveries of " + string(sp.Kind) + " " + sp.Value + " wait " + until + "."})
+	return nil
 }
 
 // adminResume ends a suspension; its deliveries are due at once.
@@ -132,9 +133,10 @@ func (c *Console) adminResume(w http.ResponseWriter, r *http.Request, s *account
 	if err != nil {
 		return apperr.Errorf(apperr.NotFound, "Suspension not found")
 	}
-	if _, err := c.deps.Queue.Resume(r.Context(), id); err != nil {
+	sp, err := c.deps.Queue.Resume(r.Context(), id)
+	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/admin", http.StatusSeeOther)
+	c.redirect(w, r, "/admin", flash{Notice: "Deliveries of " + string(sp.Kind) + " " + sp.Value + " are due again."})
 	return nil
 }

@@ -28,7 +28,6 @@ func (c *Console) routes() []consoleRoute {
 		{"POST /domains/{name}/templates", c.form(c.createTemplate)},
 		{"GET /domains/{name}/templates/{tpl}", c.page(c.templatePage)},
 		{"POST /domains/{name}/templates/{tpl}", c.form(c.updateTemplate)},
-		{"POST /domains/{name}/templates/{tpl}/preview", c.form(c.previewTemplate)},
 		{"POST /domains/{name}/templates/{tpl}/delete", c.form(c.deleteTemplate)},
 		{"GET /domains/{name}/suppressions", c.page(c.suppressionsPage)},
 		{"POST /domains/{name}/suppressions", c.form(c.addSuppression)},

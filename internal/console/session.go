@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
@@ -29,25 +30,88 @@ func (c *Console) setSessionCookie(w http.ResponseWriter, token string) {
 }
 
 // session returns the request's session; ok is false when signed out
-// (or the session ended: idle, account disabled, key revoked). err is a
-// session the server could not read (the database down): the reader is
+// (or the session ended: idle, account disabled, key revoked), and ended
+// then says why when the browser still named a session (an
+// account.EndedError reason, or endedGone; "" when it named none). err is
+// a session the server could not read (the database down): the reader is
 // still signed in, and must not be shown the sign-in form.
-func (c *Console) session(r *http.Request) (s account.Session, ok bool, err error) {
+func (c *Console) session(r *http.Request) (s account.Session, ok bool, ended string, err error) {
 	ck, err := r.Cookie(c.cookieName())
 	if err != nil {
-		return account.Session{}, false, nil
+		return account.Session{}, false, "", nil
 	}
 	ctx, cancel := c.ctx(r)
 	defer cancel()
 	s, err = c.deps.Sessions.Resume(ctx, ck.Value)
+	var e *account.EndedError
 	switch {
 	case err == nil:
-		return s, true, nil
+		return s, true, "", nil
+	case errors.As(err, &e):
+		return account.Session{}, false, e.Why, nil
 	case apperr.CodeOf(err) == apperr.Unauthorized:
-		return account.Session{}, false, nil
+		return account.Session{}, false, endedGone, nil
 	default:
-		return account.Session{}, false, err
+		return account.Session{}, false, "", err
 	}
+}
+
+// endedGone is a session the browser names that is not stored (signed
+// out elsewhere, or pruned after its idle timeout).
+const endedGone = "gone"
+
+// endedText says why a session ended, for the sign-in page ("" for a
+// reason it does not know).
+func (c *Console) endedText(why string) string {
+	switch why {
+	case endedGone:
+		return "Your session has ended (signed out elsewhere, or unused for too long). Sign in again."
+	case account.EndedIdle:
+		return "Your session ended after " + durationText(c.deps.Sessions.IdleTimeout()) + " without use. Sign in again."
+	case account.EndedDisabled:
+		return "Your session ended: an operator disabled the account."
+	case account.EndedRevoked:
+		return "Your session ended: the API key it was started with was revoked. Sign in with another key or your password."
+	case account.EndedExpired:
+		return "Your session ended: the API key it was started with expired. Sign in with another key or your password."
+	}
+	return ""
+}
+
+// durationText writes a timeout as people say it: "12 hours", "30 minutes".
+func durationText(d time.Duration) string {
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return plural(int64(d/time.Hour), "hour", "hours")
+	case d >= time.Minute && d%time.Minute == 0:
+		return plural(int64(d/time.Minute), "minute", "minutes")
+	}
+	return d.String()
+}
+
+// signInAgain answers a page request without a session: the sign-in form
+// (401, except at /), saying why a session the browser named is over; its
+// cookie is cleared, so that this is said once. A form posted after its
+// session ended comes here with the reason as ?ended= (a code, not text:
+// a link cannot make the page say anything else).
+func (c *Console) signInAgain(w http.ResponseWriter, r *http.Request, ended string) {
+	status := http.StatusUnauthorized
+	if r.URL.Path == "/" {
+		status = http.StatusOK
+	}
+	if ended == "" || ended == endedGone {
+		if why := r.URL.Query().Get("ended"); c.endedText(why) != "" {
+			ended = why
+		}
+	}
+	if ended != "" {
+		c.setSessionCookie(w, "")
+	}
+	next := r.URL.RequestURI()
+	if r.URL.Path == "/" {
+		next = "/"
+	}
+	c.render(w, r, status, "signin", view{Title: "Sign in", Data: map[string]any{"Next": next, "Ended": c.endedText(ended)}})
 }
 
 type pageFunc func(w http.ResponseWriter, r *http.Request, s *account.Session) error
@@ -56,19 +120,16 @@ type pageFunc func(w http.ResponseWriter, r *http.Request, s *account.Session) e
 // (answered 401 except at /), which brings the reader back after.
 func (c *Console) page(fn pageFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s, ok, err := c.session(r)
+		s, ok, ended, err := c.session(r)
 		if err != nil {
 			c.fail(w, r, nil, err)
 			return
 		}
 		if !ok {
-			status := http.StatusUnauthorized
-			if r.URL.Path == "/" {
-				status = http.StatusOK
-			}
-			c.render(w, status, "signin", view{Title: "Sign in", Data: map[string]any{"Next": r.URL.RequestURI()}})
+			c.signInAgain(w, r, ended)
 			return
 		}
+		r = withFlash(r, c.takeFlash(w, r))
 		if err := fn(w, r, &s); err != nil {
 			c.fail(w, r, &s, err)
 		}
@@ -85,24 +146,28 @@ const maxFormMemory = 1 << 20
 // form serves a POST from a signed-in page: same origin, right CSRF token.
 func (c *Console) form(fn pageFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s, ok, err := c.session(r)
+		s, ok, ended, err := c.session(r)
 		if err != nil {
 			c.fail(w, r, nil, err)
 			return
 		}
 		if !ok {
-			http.Redirect(w, r, "/", http.StatusSeeOther)
+			to := "/"
+			if ended != "" { // the sign-in page says why
+				to = "/?ended=" + url.QueryEscape(ended)
+			}
+			http.Redirect(w, r, to, http.StatusSeeOther)
 			return
 		}
 		// Parsing the form first: files past a mebibyte wait in temporary
 		// files (net/http removes them after the request), not in memory.
 		if tooLarge(r) {
-			c.render(w, http.StatusRequestEntityTooLarge, "notfound", view{Title: "Too large", Session: &s,
+			c.render(w, r, http.StatusRequestEntityTooLarge, "notfound", view{Title: "Too large", Session: &s,
 				Data: map[string]any{"Message": "This form is larger than the server accepts (a list upload: at most 64 MiB)."}})
 			return
 		}
 		if !sameOrigin(r) || !validCSRF(r, s.CSRF) {
-			c.render(w, http.StatusForbidden, "notfound", view{Title: "Forbidden", Session: &s,
+			c.render(w, r, http.StatusForbidden, "notfound", view{Title: "Forbidden", Session: &s,
 				Data: map[string]any{"Message": "This form could not be accepted: reload the page and try again."}})
 			return
 		}

@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ func (c *Console) renderTemplates(w http.ResponseWriter, r *http.Request, s *acc
 	if err != nil {
 		return err
 	}
-	c.render(w, status, "templates", view{Title: "Templates · " + d.Name, Session: s, Data: map[string]any{
+	c.render(w, r, status, "templates", view{Title: "Templates · " + d.Name, Session: s, Data: map[string]any{
 		"Domain": d, "Templates": list, "Errors": fieldErr, "Form": templateForm(r)}})
 	return nil
 }
@@ -55,7 +56,7 @@ func (c *Console) createTemplate(w http.ResponseWriter, r *http.Request, s *acco
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/domains/"+d.Name+"/templates/"+t.Name, http.StatusSeeOther)
+	c.redirect(w, r, "/domains/"+d.Name+"/templates/"+t.Name, flash{Notice: "Template " + t.Name + " created (version 1)."})
 	return nil
 }
 
@@ -69,8 +70,14 @@ type templateView struct {
 	varsText string
 }
 
+// templatePage shows a template's version; with ?variables= (the preview
+// form, a GET: rendering changes nothing) it renders that version with
+// them, as a send would.
 func (c *Console) templatePage(w http.ResponseWriter, r *http.Request, s *account.Session) error {
-	return c.renderTemplate(w, r, s, http.StatusOK, templateView{varsText: "{}"})
+	if !r.URL.Query().Has("variables") {
+		return c.renderTemplate(w, r, s, http.StatusOK, templateView{varsText: "{}"})
+	}
+	return c.previewTemplate(w, r, s)
 }
 
 func (c *Console) renderTemplate(w http.ResponseWriter, r *http.Request, s *account.Session, status int, v templateView) error {
@@ -95,7 +102,7 @@ func (c *Console) renderTemplate(w http.ResponseWriter, r *http.Request, s *acco
 	for i := range versions {
 		versions[i] = active.Version - i
 	}
-	c.render(w, status, "template", view{Title: "Template " + t.Name + " · " + d.Name, Session: s, Data: map[string]any{
+	c.render(w, r, status, "template", view{Title: "Template " + t.Name + " · " + d.Name, Session: s, Data: map[string]any{
 		"Domain": d, "T": t, "Active": active.Version, "Versions": versions, "Form": form, "Errors": v.errors,
 		"Preview": v.preview, "Vars": v.varsText}})
 	return nil
@@ -107,19 +114,18 @@ func (c *Console) updateTemplate(w http.ResponseWriter, r *http.Request, s *acco
 		return err
 	}
 	in := templateForm(r)
-	_, err = c.deps.Templates.Update(r.Context(), d.ID, r.PathValue("tpl"), in)
+	t, err := c.deps.Templates.Update(r.Context(), d.ID, r.PathValue("tpl"), in)
 	if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
 		return c.renderTemplate(w, r, s, http.StatusUnprocessableEntity, templateView{form: in, errors: e.Fields, varsText: "{}"})
 	}
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/domains/"+d.Name+"/templates/"+r.PathValue("tpl"), http.StatusSeeOther)
+	c.redirect(w, r, "/domains/"+d.Name+"/templates/"+t.Name, flash{Notice: fmt.Sprintf("Saved as version %d, now the active one.", t.Version)})
 	return nil
 }
 
-// previewTemplate renders the shown version with the variables typed in,
-// as a send would.
+// previewTemplate renders the shown version with the variables typed in.
 func (c *Console) previewTemplate(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
 	if err != nil {
@@ -130,7 +136,7 @@ func (c *Console) previewTemplate(w http.ResponseWriter, r *http.Request, s *acc
 	if err != nil {
 		return err
 	}
-	raw := r.PostFormValue("variables")
+	raw := r.URL.Query().Get("variables")
 	v := templateView{varsText: raw}
 	var vars map[string]any
 	if err := json.Unmarshal([]byte(raw), &vars); err != nil {
@@ -157,7 +163,7 @@ func (c *Console) deleteTemplate(w http.ResponseWriter, r *http.Request, s *acco
 	if err := c.deps.Templates.Delete(r.Context(), d.ID, r.PathValue("tpl")); err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/domains/"+d.Name+"/templates", http.StatusSeeOther)
+	c.redirect(w, r, "/domains/"+d.Name+"/templates", flash{Notice: "Template " + r.PathValue("tpl") + " deleted with all its versions."})
 	return nil
 }
 
@@ -167,10 +173,15 @@ func (c *Console) cancelMessage(w http.ResponseWriter, r *http.Request, s *accou
 	if err != nil {
 		return err
 	}
-	if _, err := c.deps.Sending.Cancel(r.Context(), d.ID, r.PathValue("id")); err != nil && apperr.CodeOf(err) != apperr.Conflict {
+	cancelled, err := c.deps.Sending.Cancel(r.Context(), d.ID, r.PathValue("id"))
+	notice := "Cancelled: " + plural(int64(len(cancelled)), "delivery", "deliveries") + " will not be sent."
+	if apperr.CodeOf(err) == apperr.Conflict {
+		notice, err = "Nothing was left to cancel: every delivery was sent or had ended.", nil
+	}
+	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/domains/"+d.Name+"/messages/"+r.PathValue("id"), http.StatusSeeOther)
+	c.redirect(w, r, "/domains/"+d.Name+"/messages/"+r.PathValue("id"), flash{Notice: notice})
 	return nil
 }
 

@@ -56,7 +56,7 @@ func (c *Console) renderValidation(w http.ResponseWriter, r *http.Request, s *ac
 			data["Result"], data["Warnings"] = res, warnings
 		}
 	}
-	c.render(w, status, "validation", view{Title: "Validation", Session: s, Data: data})
+	c.render(w, r, status, "validation", view{Title: "Validation", Session: s, Data: data})
 	return nil
 }
 

@@ -18,12 +18,13 @@ type hookView struct {
 }
 
 // webhooksPage lists a domain's webhooks with their recent posts; a new
-// webhook's signing secret is shown once, in the answer to its POST.
+// webhook's signing secret is shown once, on the page its POST redirects
+// to (the flash's secret).
 func (c *Console) webhooksPage(w http.ResponseWriter, r *http.Request, s *account.Session) error {
-	return c.renderWebhooks(w, r, s, http.StatusOK, "", nil)
+	return c.renderWebhooks(w, r, s, http.StatusOK, nil)
 }
 
-func (c *Console) renderWebhooks(w http.ResponseWriter, r *http.Request, s *account.Session, status int, secret string, fieldErr map[string][]string) error {
+func (c *Console) renderWebhooks(w http.ResponseWriter, r *http.Request, s *account.Session, status int, fieldErr map[string][]string) error {
 	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
 	if err != nil {
 		return err
@@ -41,8 +42,8 @@ func (c *Console) renderWebhooks(w http.ResponseWriter, r *http.Request, s *acco
 		}
 		hooks[i] = hookView{Webhook: h, Posts: posts}
 	}
-	c.render(w, status, "webhooks", view{Title: "Webhooks · " + d.Name, Session: s, Data: map[string]any{
-		"Domain": d, "Hooks": hooks, "Secret": secret, "Errors": fieldErr, "Types": event.Types()}})
+	c.render(w, r, status, "webhooks", view{Title: "Webhooks · " + d.Name, Session: s, Data: map[string]any{
+		"Domain": d, "Hooks": hooks, "Errors": fieldErr, "Types": event.Types()}})
 	return nil
 }
 
@@ -56,12 +57,13 @@ func (c *Console) createWebhook(w http.ResponseWriter, r *http.Request, s *accou
 	}
 	h, err := c.deps.Webhooks.Create(r.Context(), d.ID, strings.TrimSpace(r.PostForm.Get("url")), r.PostForm["event_types"])
 	if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
-		return c.renderWebhooks(w, r, s, http.StatusUnprocessableEntity, "", e.Fields)
+		return c.renderWebhooks(w, r, s, http.StatusUnprocessableEntity, e.Fields)
 	}
 	if err != nil {
 		return err
 	}
-	return c.renderWebhooks(w, r, s, http.StatusCreated, h.Secret, nil)
+	c.redirect(w, r, "/domains/"+d.Name+"/webhooks", flash{Notice: "Webhook to " + h.URL + " added.", Secret: h.Secret})
+	return nil
 }
 
 func (c *Console) deleteWebhook(w http.ResponseWriter, r *http.Request, s *account.Session) error {
@@ -76,6 +78,6 @@ func (c *Console) deleteWebhook(w http.ResponseWriter, r *http.Request, s *accou
 	if err := c.deps.Webhooks.Delete(r.Context(), d.ID, id); err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/domains/"+d.Name+"/webhooks", http.StatusSeeOther)
+	c.redirect(w, r, "/domains/"+d.Name+"/webhooks", flash{Notice: "Webhook deleted: nothing more is posted to it."})
 	return nil
 }

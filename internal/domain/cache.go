@@ -122,3 +122,8 @@ func (s cachingStore) DeleteExpiredClaims(ctx context.Context, now time.Time) (i
 	defer s.c.written()
 	return s.Store.DeleteExpiredClaims(ctx, now)
 }
+
+func (s cachingStore) SaveDNSCheck(ctx context.Context, id int64, c *DNSCheck) error {
+	defer s.c.written()
+	return s.Store.SaveDNSCheck(ctx, id, c)
+}

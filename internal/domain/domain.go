@@ -68,6 +68,9 @@ type Domain struct {
 	// AccountPool is the owning account's egress pool, read with the
 	// domain (account.Account.Pool): the default when Delivery.Pool is "".
 	AccountPool string
+	// DNSCheck is the last look-up of the records (nil before any): by
+	// "verify now", `postline domain verify` or the daily re-check.
+	DNSCheck *DNSCheck
 	// Unreadable is set when a sealed secret (the DKIM key, the relay
 	// password) could not be decrypted with this process's secret key; it
 	// says which. Such a domain is listed and shown, but cannot send or be
@@ -96,6 +99,10 @@ func (d Domain) CheckReadable() error {
 
 // Verified reports whether the domain passed verification.
 func (d Domain) Verified() bool { return d.VerifiedAt != nil }
+
+// RecordsChanged reports whether the last DNS check of a verified domain
+// failed: it stays verified (and sends), but its owner should look.
+func (d Domain) RecordsChanged() bool { return d.Verified() && d.DNSCheck != nil && !d.DNSCheck.OK }
 
 // Claim states, as the API shows them.
 const (
@@ -158,6 +165,11 @@ type Store interface {
 	DeleteDomain(ctx context.Context, id int64) error
 	// DeleteExpiredClaims deletes unverified claims that lapsed before now.
 	DeleteExpiredClaims(ctx context.Context, now time.Time) (int64, error)
+	// SaveDNSCheck writes a domain's last DNS check alone (nil: none).
+	SaveDNSCheck(ctx context.Context, id int64, c *DNSCheck) error
+	// DueForCheck returns up to limit verified domains whose last check
+	// (or, never checked, verification) was before before, oldest first.
+	DueForCheck(ctx context.Context, before time.Time, limit int) ([]Domain, error)
 }
 
 // Resolver is the DNS the verifier needs.

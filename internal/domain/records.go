@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/dnsclient"
 )
 
@@ -17,6 +16,13 @@ type Record struct {
 	Value    string `json:"value"`
 	Required bool   `json:"required"` // verification fails without it
 	Status   string `json:"status,omitempty"`
+	// ValueSplit is a TXT value longer than a DNS string's 255 octets
+	// written as the quoted strings of at most 255 that a zone file (and
+	// some providers' forms) want; empty for shorter values.
+	ValueSplit string `json:"value_split,omitempty"`
+	// Note says what to do when the value cannot be given whole (a
+	// relay's SPF include, a CNAME without --public-url).
+	Note string `json:"note,omitempty"`
 }
 
 // Record statuses after verification.
@@ -37,12 +43,12 @@ func (d Domain) DKIMRecordValue() string {
 // rank mail better with it.
 func (s *Service) Records(d Domain) []Record {
 	recs := []Record{
-		{Purpose: "spf", Type: "TXT", Name: d.Name, Value: s.cfg.SPFRecord, Required: true},
+		s.spfRecord(d),
 		{Purpose: "dkim", Type: "TXT", Name: d.DKIMSelector + "._domainkey." + d.Name, Value: d.DKIMRecordValue(), Required: true},
 		{Purpose: "dmarc", Type: "TXT", Name: "_dmarc." + d.Name, Value: "v=DMARC1; p=none"},
 	}
-	if d.TrackingDomain != "" && s.cfg.PublicHost != "" {
-		recs = append(recs, Record{Purpose: "tracking", Type: "CNAME", Name: d.TrackingDomain, Value: s.cfg.PublicHost, Required: true})
+	if d.TrackingDomain != "" {
+		recs = append(recs, s.cnameRecord("tracking", d.TrackingDomain))
 	}
 	if d.AuthDomain != "" {
 		recs = append(recs, Record{Purpose: "auth_dkim", Type: "TXT", Name: d.DKIMSelector + "._domainkey." + d.AuthDomain,
@@ -50,55 +56,95 @@ func (s *Service) Records(d Domain) []Record {
 		// The return path points at the service host, whose own MX and SPF
 		// records then cover the bounce addresses (a CNAME cannot sit beside
 		// a TXT at the same name, so this replaces an SPF record there).
-		if s.cfg.PublicHost != "" {
-			recs = append(recs, Record{Purpose: "auth_return_path", Type: "CNAME", Name: d.AuthDomain, Value: s.cfg.PublicHost, Required: true})
-		}
+		recs = append(recs, s.cnameRecord("auth_return_path", d.AuthDomain))
+	}
+	for i := range recs {
+		recs[i].ValueSplit = splitTXT(recs[i])
 	}
 	return recs
 }
 
-// Verify looks up every record and marks the domain verified when all
-// required ones are in place; otherwise it clears verification. With force,
-// the operator marks it verified without looking anything up.
-func (s *Service) Verify(ctx context.Context, d Domain, force bool) (Domain, []Record, error) {
-	d, err := s.Current(ctx, d)
-	if err != nil {
-		return d, nil, err
+// spfRecord is the SPF record: the operator's (--spf-record) for direct
+// delivery; for a relay, the relay's include, since its servers send.
+func (s *Service) spfRecord(d Domain) Record {
+	r := Record{Purpose: "spf", Type: "TXT", Name: d.Name, Value: s.cfg.SPFRecord, Required: true}
+	if d.Delivery.Mode != ModeSMTP {
+		return r
 	}
-	if err := d.CheckClaim(); err != nil {
-		return d, nil, err
+	if include := relayInclude(d.Delivery.Host); include != "" {
+		r.Value = "v=spf1 include:" + include + " ~all"
+		r.Note = "Mail from " + d.Name + " leaves through " + d.Delivery.Host + ": include:" + include +
+			" authorises its servers. With an SPF record at " + d.Name + " already, add include:" + include + " to it (one SPF record a name)."
+		return r
 	}
-	for _, h := range []struct{ host, what string }{{d.Name, "domain"}, {d.TrackingDomain, "tracking host"}, {d.AuthDomain, "authentication host"}} {
-		if h.host == "" {
-			continue
-		}
-		if err := s.checkHost(ctx, d.AccountID, h.host, h.what); err != nil {
-			return d, nil, err
-		}
-	}
-	recs := s.Records(d)
-	ok := true
-	if !force {
-		if s.resolver == nil {
-			return d, nil, apperr.Errorf(apperr.Unavailable, "no DNS resolver configured")
-		}
-		for i := range recs {
-			recs[i].Status = s.check(ctx, recs[i])
-			if recs[i].Required && recs[i].Status != StatusOK {
-				ok = false
+	r.Value = "v=spf1 include:RELAY-SPF-DOMAIN ~all"
+	r.Note = "Mail from " + d.Name + " leaves through " + d.Delivery.Host + ": replace RELAY-SPF-DOMAIN with the domain its " +
+		"provider gives for SPF (their documentation names the include: to add), or add that include: to the SPF record " +
+		d.Name + " has. Verification checks that an SPF record is there."
+	return r
+}
+
+// relayIncludes are the SPF includes of well-known relays, by the end of
+// their SMTP host's name.
+var relayIncludes = []struct{ host, include string }{
+	{"mailgun.org", "mailgun.org"},
+	{"sendgrid.net", "sendgrid.net"},
+	{"amazonaws.com", "amazonses.com"},
+	{"postmarkapp.com", "spf.mtasv.net"},
+	{"sparkpostmail.com", "sparkpostmail.com"},
+	{"mandrillapp.com", "spf.mandrillapp.com"},
+	{"mailjet.com", "spf.mailjet.com"},
+	{"brevo.com", "spf.brevo.com"},
+	{"sendinblue.com", "spf.sendinblue.com"},
+	{"smtp2go.com", "spf.smtp2go.com"},
+	{"gmail.com", "_spf.google.com"},
+	{"office365.com", "spf.protection.outlook.com"},
+	{"outlook.com", "spf.protection.outlook.com"},
+	{"zoho.com", "zoho.com"},
+	{"zoho.eu", "zoho.eu"},
+	{"fastmail.com", "spf.messagingengine.com"},
+}
+
+// relayInclude is the SPF include of a well-known relay host ("" when
+// it is not known).
+func relayInclude(host string) string {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	for _, r := range relayIncludes {
+		if host == r.host || strings.HasSuffix(host, "."+r.host) {
+			if r.host == "amazonaws.com" && !strings.HasPrefix(host, "email-smtp.") {
+				continue // only SES's SMTP endpoints are Amazon's mail servers
 			}
+			return r.include
 		}
 	}
-	now := s.cfg.Now().UTC()
-	if ok {
-		d.VerifiedAt, d.ClaimExpiresAt = &now, nil
-		return d, recs, s.store.VerifyDomain(ctx, d, "another account verified "+d.Name+" first")
+	return ""
+}
+
+// cnameRecord points host at this server's public name. Without one
+// (--public-url unset, or an IP address) there is nothing a CNAME may
+// point at: the record says so instead, and is not required.
+func (s *Service) cnameRecord(purpose, host string) Record {
+	if s.cfg.PublicHost != "" {
+		return Record{Purpose: purpose, Type: "CNAME", Name: host, Value: s.cfg.PublicHost, Required: true}
 	}
-	// A domain that was verified keeps no expiry when its records go away:
-	// it has a log and settings worth keeping, and, unverified, it reserves
-	// nothing either.
-	d.VerifiedAt = nil
-	return d, recs, s.store.VerifyDomain(ctx, d, "")
+	return Record{Purpose: purpose, Type: "CNAME", Name: host, Note: "This server has no public host name to point " + host +
+		" at: the operator sets --public-url to the name it answers on (https://mail.example.com), and the record is then " +
+		"a CNAME to that name (a CNAME cannot point at an IP address)."}
+}
+
+// splitTXT writes a TXT value longer than 255 octets as quoted strings
+// of at most 255 octets each ("" when it fits in one).
+func splitTXT(r Record) string {
+	if r.Type != "TXT" || len(r.Value) <= 255 {
+		return ""
+	}
+	var parts []string
+	for v := r.Value; v != ""; {
+		n := min(len(v), 255)
+		parts = append(parts, `"`+strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v[:n])+`"`)
+		v = v[n:]
+	}
+	return strings.Join(parts, " ")
 }
 
 func (s *Service) check(ctx context.Context, r Record) string {

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -35,6 +36,10 @@ type Config struct {
 	// HasPool reports whether the egress file defines a pool; nil: none
 	// is defined, and only "" may be set.
 	HasPool func(name string) bool
+	// Logger hears of failed DNS checks; Metrics counts every check (nil:
+	// not counted).
+	Logger  *slog.Logger
+	Metrics *Metrics
 }
 
 // Service is the domain capability.
@@ -58,6 +63,9 @@ func NewService(store Store, resolver Resolver, cfg Config) *Service {
 	}
 	if cfg.SPFRecord == "" {
 		cfg.SPFRecord = "v=spf1 a mx ~all"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.OwnedCacheTTL > 0 {
 		store = cachingStore{Store: store, c: newOwnedCache(cfg.OwnedCacheTTL)}

@@ -22,6 +22,11 @@ type domainJSON struct {
 	DKIMSelector   string          `json:"dkim_selector"`
 	DNSRecords     []domain.Record `json:"dns_records"`
 	Claim          claimJSON       `json:"claim"`
+	// DNSCheck is the last look-up of the records (null before any);
+	// RecordsChanged says it failed for a verified domain, which stays
+	// verified.
+	DNSCheck       *dnsCheckJSON `json:"dns_check"`
+	RecordsChanged bool          `json:"records_changed"`
 	// Unreadable says which secret the server could not decrypt (set only
 	// then); such a domain cannot send until the operator fixes the key.
 	Unreadable string `json:"unreadable,omitempty"`
@@ -34,6 +39,14 @@ type claimJSON struct {
 	Status    string  `json:"status"`
 	ExpiresAt *string `json:"expires_at"`
 	Reason    string  `json:"reason,omitempty"`
+}
+
+// dnsCheckJSON is a domain's last DNS check: when, and whether every
+// required record was in place (each record's state is in dns_records).
+type dnsCheckJSON struct {
+	CheckedAt string `json:"checked_at"`
+	OK        bool   `json:"ok"`
+	Outcome   string `json:"outcome"`
 }
 
 type deliveryJSON struct {
@@ -58,7 +71,7 @@ func optional(s string) *string {
 
 func (s *Server) domainView(d domain.Domain, recs []domain.Record) domainJSON {
 	if recs == nil {
-		recs = s.Domains.Records(d)
+		recs = s.Domains.CheckedRecords(d)
 	}
 	v := domainJSON{
 		Name: d.Name, Verified: d.Verified(), CreatedAt: timeJSON(d.CreatedAt),
@@ -66,7 +79,10 @@ func (s *Server) domainView(d domain.Domain, recs []domain.Record) domainJSON {
 			User: d.Delivery.User, PasswordSet: d.Delivery.Password != "", TLS: d.Delivery.TLS, Pool: d.Delivery.Pool},
 		TrackingDomain: optional(d.TrackingDomain), AuthDomain: optional(d.AuthDomain), Tracking: d.Tracking,
 		DKIMSelector: d.DKIMSelector, DNSRecords: recs, Unreadable: d.Unreadable,
-		Claim: claimJSON{Status: d.ClaimStatus(), Reason: d.ClaimEnded},
+		Claim: claimJSON{Status: d.ClaimStatus(), Reason: d.ClaimEnded}, RecordsChanged: d.RecordsChanged(),
+	}
+	if c := d.DNSCheck; c != nil {
+		v.DNSCheck = &dnsCheckJSON{CheckedAt: timeJSON(c.At), OK: c.OK, Outcome: c.Outcome()}
 	}
 	if d.ClaimExpiresAt != nil && !d.Verified() {
 		t := timeJSON(*d.ClaimExpiresAt)
@@ -136,7 +152,10 @@ func (s *Server) handleVerifyDomain(w http.ResponseWriter, r *http.Request, p ac
 		return err
 	}
 	msg := fmt.Sprintf("Domain %s is verified.", d.Name)
-	if !d.Verified() {
+	switch {
+	case d.RecordsChanged():
+		msg = fmt.Sprintf("Domain %s stays verified, but its DNS records changed since verification: see the status of each DNS record.", d.Name)
+	case !d.Verified():
 		msg = fmt.Sprintf("Domain %s is not verified: see the status of each DNS record.", d.Name)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": msg, "data": s.domainView(d, recs)})

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -104,8 +107,12 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, p account.Pr
 func readSendForm(r *http.Request, maxFile int64, parts *parts) (sending.Request, error) {
 	var req sending.Request
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if mt != "multipart/form-data" {
-		return req, apperr.Field("body", "The request must be multipart/form-data.")
+	switch mt {
+	case "application/x-www-form-urlencoded":
+		return readSendURLEncoded(r, parts)
+	case "multipart/form-data":
+	default:
+		return req, apperr.Field("body", "The request must be multipart/form-data or application/x-www-form-urlencoded (fields without files).")
 	}
 	mr, err := r.MultipartReader()
 	if err != nil {
@@ -149,15 +156,7 @@ func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64, 
 	if err != nil {
 		return err
 	}
-	name := strings.TrimSuffix(formName, "[]")
-	if len(name) > 64 || !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl) { // only ever echoed in errors: keep those short and clean
-		name = strings.Map(func(r rune) rune {
-			if unicode.IsControl(r) {
-				return -1
-			}
-			return r
-		}, strings.ToValidUTF8(name[:min(len(name), 64)], "")) + "…"
-	}
+	name := fieldName(formName)
 	if part.FileName() != "" || name == "attachments" {
 		if name != "attachments" {
 			return apperr.Field(name, "Files are accepted only in the attachments part.")
@@ -170,15 +169,77 @@ func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64, 
 		req.Attachments = append(req.Attachments, sending.Attachment{Filename: part.FileName(), ContentType: fileType(part, data), Data: data})
 		return nil
 	}
-	if !sendFields[name] {
-		return apperr.Field(name, fmt.Sprintf("Unknown field %q: the fields are from, from_name, to, cc, bcc, subject, text, html, "+
-			"headers, reply_to, tags, attachment_options, template, template_version, variables, recipient_variables, deliver_at and attachments.", name))
+	if err := checkSendField(name); err != nil {
+		return err
 	}
 	data, err := parts.read(part, name, fieldLimit(name))
 	if err != nil {
 		return err
 	}
-	v := string(data)
+	setSendField(req, name, string(data))
+	return nil
+}
+
+// fieldName is a form field's name without a trailing "[]". A name the
+// endpoint does not know is only ever echoed in an error: it is kept short
+// and clean.
+func fieldName(formName string) string {
+	name := strings.TrimSuffix(formName, "[]")
+	if len(name) > 64 || !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl) {
+		name = strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return -1
+			}
+			return r
+		}, strings.ToValidUTF8(name[:min(len(name), 64)], "")) + "…"
+	}
+	return name
+}
+
+// readSendURLEncoded reads a urlencoded send: the same fields as the
+// multipart form, each within its limit, and no files. The body waits in
+// the spool as a multipart one does.
+func readSendURLEncoded(r *http.Request, parts *parts) (sending.Request, error) {
+	var req sending.Request
+	body, err := parts.read(r.Body, "body", maxSendBody)
+	if err != nil {
+		return req, err
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return req, apperr.Field("body", "The form body is malformed.")
+	}
+	names := slices.Sorted(maps.Keys(form)) // errors name the same field every time
+	for _, formName := range names {
+		name := fieldName(formName)
+		if name == "attachments" {
+			return req, apperr.Field(name, "Files need a multipart/form-data request: an application/x-www-form-urlencoded one carries fields only.")
+		}
+		if err := checkSendField(name); err != nil {
+			return req, err
+		}
+		for _, v := range form[formName] {
+			if limit := fieldLimit(name); int64(len(v)) > limit {
+				return req, apperr.Field(name, fmt.Sprintf("The %s part must not be larger than %d bytes.", name, limit))
+			}
+			setSendField(&req, name, v)
+		}
+	}
+	return req, nil
+}
+
+// checkSendField refuses a field the endpoint does not know, rather than
+// ignoring it: a misspelt field is never silently lost.
+func checkSendField(name string) error {
+	if !sendFields[name] {
+		return apperr.Field(name, fmt.Sprintf("Unknown field %q: the fields are from, from_name, to, cc, bcc, subject, text, html, "+
+			"headers, reply_to, tags, attachment_options, template, template_version, variables, recipient_variables, deliver_at and attachments.", name))
+	}
+	return nil
+}
+
+// setSendField sets one text field of a send (to, cc and bcc add up).
+func setSendField(req *sending.Request, name, v string) {
 	switch name {
 	case "from":
 		req.From = v
@@ -215,7 +276,6 @@ func readPart(req *sending.Request, part *multipart.Part, n int, maxFile int64, 
 	case "deliver_at":
 		req.DeliverAt = v
 	}
-	return nil
 }
 
 func sendAnswer(acc sending.Accepted) map[string]any {

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
@@ -52,44 +50,11 @@ func jobView(j validation.Job) jobJSON {
 	return v
 }
 
-// ReadAddressList reads an uploaded list: CSV (the first column; a first
-// row whose first cell holds no @ is a header) or plain text, one address
-// a line; blank lines are skipped. At most max lines; a body cut at its
-// byte limit is returned as the *http.MaxBytesError.
+// ReadAddressList reads an uploaded list's addresses (validation.ReadList,
+// without a CSV's other columns): for Mailgun's bulk validation.
 func ReadAddressList(r io.Reader, max int) ([]string, error) {
-	br := bufio.NewReader(r)
-	// Mailgun takes gzip and zip lists; read as text their bytes became a
-	// job of garbage lines.
-	if magic, _ := br.Peek(4); bytes.HasPrefix(magic, []byte{0x1f, 0x8b}) || bytes.HasPrefix(magic, []byte("PK\x03\x04")) {
-		return nil, apperr.Field("file", "The list is compressed (gzip or zip): upload the CSV or text file itself.")
-	}
-	cr := csv.NewReader(br)
-	cr.FieldsPerRecord, cr.LazyQuotes, cr.ReuseRecord = -1, true, true
-	var out []string
-	for line := 0; ; line++ {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, err // 413 naming the limit, not a malformed line
-		}
-		if err != nil {
-			return nil, apperr.Field("file", fmt.Sprintf("line %d cannot be read as CSV or text: %v", line+1, err))
-		}
-		v := strings.TrimSpace(rec[0])
-		if v == "" || (line == 0 && !strings.Contains(v, "@")) {
-			continue
-		}
-		if len(out) == max {
-			return nil, apperr.Field("file", fmt.Sprintf("at most %d addresses a job", max))
-		}
-		if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-			return nil, apperr.Field("file", fmt.Sprintf("line %d is not UTF-8 text or has a NUL character: save the list as UTF-8", line+1))
-		}
-		out = append(out, strings.Clone(v)) // not the whole line the CSV reader allocated
-	}
+	l, err := validation.ReadList(r, max)
+	return l.Emails, err
 }
 
 func (s *Server) handleCreateValidationJob(w http.ResponseWriter, r *http.Request, p account.Principal) error {
@@ -98,7 +63,7 @@ func (s *Server) handleCreateValidationJob(w http.ResponseWriter, r *http.Reques
 		return err
 	}
 	defer done()
-	var emails []string
+	var list validation.List
 	checkMailbox := false
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch mt {
@@ -123,11 +88,11 @@ func (s *Server) handleCreateValidationJob(w http.ResponseWriter, r *http.Reques
 			if part.FormName() != "file" {
 				return apperr.Field(part.FormName(), "Unknown field: upload the list as the part named file (and check_mailbox).")
 			}
-			if emails, err = ReadAddressList(part, validation.MaxJobLines); err != nil {
+			if list, err = validation.ReadList(part, validation.MaxJobLines); err != nil {
 				return err
 			}
 		}
-		if emails == nil {
+		if list.Emails == nil {
 			return apperr.Field("file", "The list is required: a CSV or text file, one address a line.")
 		}
 	default:
@@ -138,9 +103,9 @@ func (s *Server) handleCreateValidationJob(w http.ResponseWriter, r *http.Reques
 		if err := decodeJSON(r, &in); err != nil {
 			return err
 		}
-		emails, checkMailbox = in.Emails, in.CheckMailbox
+		list.Emails, checkMailbox = in.Emails, in.CheckMailbox
 	}
-	j, err := s.Jobs.Create(r.Context(), p.AccountID, emails, checkMailbox)
+	j, err := s.Jobs.CreateList(r.Context(), p.AccountID, list, checkMailbox)
 	if err != nil {
 		return err
 	}
@@ -208,12 +173,37 @@ func notFoundJob(err error) error {
 // validated have an empty status (CSV) or "pending" (JSON). CSV cells are
 // made safe for spreadsheets (validation.SpreadsheetSafe); JSON lines
 // carry the values as they are.
+// resultLine is an item's JSON line: the result's own JSON with its
+// verdict (status, "pending" before it is validated) and, for an uploaded
+// CSV, its other cells by column.
+func resultLine(job validation.Job, it validation.JobItem) ([]byte, error) {
+	var b []byte
+	var err error
+	if it.Result == nil {
+		b, err = json.Marshal(map[string]any{"email": it.Email, "status": "pending"})
+	} else if b, err = json.Marshal(*it.Result); err == nil {
+		b = append(b[:len(b)-1], `,"status":"`+validation.Verdict(*it.Result)+`"}`...)
+	}
+	if err != nil || len(job.Columns) == 0 {
+		return append(b, '\n'), err
+	}
+	cells := map[string]string{}
+	for i, name := range job.Columns {
+		if i < len(it.Extra) {
+			cells[name] = it.Extra[i]
+		}
+	}
+	c, err := json.Marshal(cells)
+	return append(append(append(b[:len(b)-1], `,"columns":`...), c...), "}\n"...), err
+}
+
 func (s *Server) handleValidationJobResults(w http.ResponseWriter, r *http.Request, p account.Principal) error {
 	id, err := s.jobID(r)
 	if err != nil {
 		return err
 	}
-	if _, err := s.Jobs.Get(r.Context(), p.AccountID, id); err != nil {
+	job, err := s.Jobs.Get(r.Context(), p.AccountID, id)
+	if err != nil {
 		return notFoundJob(err)
 	}
 	ndjson := strings.Contains(r.Header.Get("Accept"), "application/x-ndjson")
@@ -225,37 +215,18 @@ func (s *Server) handleValidationJobResults(w http.ResponseWriter, r *http.Reque
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="validation-job-%d.csv"`, id))
 		cw = csv.NewWriter(bw)
-		cw.Write([]string{"email", "status", "reason", "error", "warnings", "spamtrap_score", "suggestion", //nolint:errcheck // flushed below
-			"deliverability", "deliverability_reasons"})
+		cw.Write(validation.ResultsHeader(job)) //nolint:errcheck // flushed below
 	}
 	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
 	err = s.Jobs.Results(r.Context(), p.AccountID, id, func(it validation.JobItem) error {
-		if ndjson {
-			if it.Result == nil {
-				return enc.Encode(map[string]any{"email": it.Email, "status": "pending"})
-			}
-			// The result's own JSON with the verdict added before its end.
-			b, err := json.Marshal(*it.Result)
-			if err != nil {
-				return err
-			}
-			b = append(b[:len(b)-1], `,"status":"`+validation.Verdict(*it.Result)+`"}`+"\n"...)
-			_, err = bw.Write(b)
-			return err
+		if !ndjson {
+			return cw.Write(validation.ResultsRow(it))
 		}
-		if it.Result == nil {
-			return cw.Write(validation.SpreadsheetSafe([]string{it.Email, "", "", "", "", "", "", "", ""}))
+		line, err := resultLine(job, it)
+		if err == nil {
+			_, err = bw.Write(line)
 		}
-		res := *it.Result
-		errText := ""
-		if res.Error != nil {
-			errText = *res.Error
-		}
-		return cw.Write(validation.SpreadsheetSafe([]string{it.Email, validation.Verdict(res), res.Reason, errText,
-			strings.Join(res.Warnings, " "), strconv.FormatFloat(res.SpamtrapScore, 'f', 3, 64), res.Suggestion,
-			res.Deliverability, strings.Join(res.DeliverabilityReasons, " ")}))
+		return err
 	})
 	if cw != nil {
 		cw.Flush()

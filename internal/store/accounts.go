@@ -91,8 +91,25 @@ func (s Accounts) ListAccounts(ctx context.Context) ([]account.Account, error) {
 }
 
 // DisableAccount implements account.Store.
+// The last enabled operator is left enabled (account.ErrLastOperator),
+// in the same statement that disables. (On PostgreSQL two operators
+// disabling each other at the same instant could both pass; the CLI
+// enables an account again.)
 func (s Accounts) DisableAccount(ctx context.Context, id int64, now time.Time) error {
-	return s.exec1(ctx, "account", `UPDATE accounts SET disabled_at = COALESCE(disabled_at, $2) WHERE id = $1`, id, ms(now))
+	res, err := s.db.w.ExecContext(ctx, `UPDATE accounts SET disabled_at = COALESCE(disabled_at, $2) WHERE id = $1
+		AND (is_admin = 0 OR disabled_at IS NOT NULL
+			OR EXISTS (SELECT 1 FROM accounts o WHERE o.is_admin = 1 AND o.disabled_at IS NULL AND o.id <> $1))`, id, ms(now))
+	if err != nil {
+		return notFound(err, "account")
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	var one int
+	if err := s.db.w.QueryRowContext(ctx, `SELECT 1 FROM accounts WHERE id = $1`, id).Scan(&one); err != nil {
+		return notFound(err, "account")
+	}
+	return account.ErrLastOperator
 }
 
 // EnableAccount implements account.Store.

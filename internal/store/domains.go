@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -26,7 +27,7 @@ func NewDomains(db *DB, box *secret.Box) Domains { return Domains{db: db, box: b
 
 const domainCols = `id, account_id, name, created_at, verified_at, dkim_selector, dkim_key, dkim_public,
 	delivery_mode, smtp_host, smtp_port, smtp_user, smtp_password, smtp_tls, tracking_domain, auth_domain, track_opens, track_clicks, track_unsubscribe,
-	claim_expires_at, claim_ended, egress_pool,
+	claim_expires_at, claim_ended, egress_pool, dns_checked_at, dns_check,
 	COALESCE((SELECT a.egress_pool FROM accounts a WHERE a.id = domains.account_id), '')`
 
 // CreateDomain implements domain.Store.
@@ -62,15 +63,17 @@ func (s Domains) scan(row interface{ Scan(...any) error }) (domain.Domain, error
 	var d domain.Domain
 	var created int64
 	var verified, expires sql.NullInt64
-	var key, password string
+	var checked sql.NullInt64
+	var key, password, check string
 	err := row.Scan(&d.ID, &d.AccountID, &d.Name, &created, &verified, &d.DKIMSelector, &key, &d.DKIMPublicKey,
 		&d.Delivery.Mode, &d.Delivery.Host, &d.Delivery.Port, &d.Delivery.User, &password, &d.Delivery.TLS,
 		&d.TrackingDomain, &d.AuthDomain, &d.Tracking.Opens, &d.Tracking.Clicks, &d.Tracking.Unsubscribe,
-		&expires, &d.ClaimEnded, &d.Delivery.Pool, &d.AccountPool)
+		&expires, &d.ClaimEnded, &d.Delivery.Pool, &checked, &check, &d.AccountPool)
 	if err != nil {
 		return d, err
 	}
 	d.CreatedAt, d.VerifiedAt, d.ClaimExpiresAt = fromMS(created), nullMS(verified), nullMS(expires)
+	d.DNSCheck = readDNSCheck(checked, check)
 	// A secret that does not open marks the domain instead of failing the
 	// read: one such row must not turn its account's list into an error.
 	if d.DKIMPrivateKey, err = s.box.Open(key); err != nil {
@@ -209,6 +212,38 @@ func (s Domains) DeleteExpiredClaims(ctx context.Context, now time.Time) (int64,
 		return 0, notFound(err, "domains")
 	}
 	return res.RowsAffected()
+}
+
+// dnsCheckJSON is the dns_check column.
+type dnsCheckJSON struct {
+	OK      bool              `json:"ok"`
+	Records map[string]string `json:"records"`
+}
+
+func readDNSCheck(at sql.NullInt64, text string) *domain.DNSCheck {
+	var j dnsCheckJSON
+	if !at.Valid || text == "" || json.Unmarshal([]byte(text), &j) != nil {
+		return nil
+	}
+	return &domain.DNSCheck{At: fromMS(at.Int64), OK: j.OK, Statuses: j.Records}
+}
+
+// SaveDNSCheck implements domain.Store.
+func (s Domains) SaveDNSCheck(ctx context.Context, id int64, c *domain.DNSCheck) error {
+	if c == nil {
+		return exec1(ctx, s.db.w, "domain", `UPDATE domains SET dns_checked_at = NULL, dns_check = '' WHERE id = $1`, id)
+	}
+	b, err := json.Marshal(dnsCheckJSON{OK: c.OK, Records: c.Statuses})
+	if err != nil {
+		return err
+	}
+	return exec1(ctx, s.db.w, "domain", `UPDATE domains SET dns_checked_at = $2, dns_check = $3 WHERE id = $1`, id, ms(c.At), string(b))
+}
+
+// DueForCheck implements domain.Store (the domains_dns_due index).
+func (s Domains) DueForCheck(ctx context.Context, before time.Time, limit int) ([]domain.Domain, error) {
+	return s.list(ctx, `SELECT `+domainCols+` FROM domains WHERE verified_at IS NOT NULL
+		AND COALESCE(dns_checked_at, verified_at) < $1 ORDER BY COALESCE(dns_checked_at, verified_at) LIMIT $2`, ms(before), limit)
 }
 
 // b2i stores a flag as 0 or 1: the column is INTEGER on both dialects.

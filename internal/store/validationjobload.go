@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -38,11 +39,23 @@ func (s ValidationJobs) CreateJob(ctx context.Context, p validation.NewJob, now 
 	for from := 0; from < len(p.Emails) && err == nil; from += jobChunk {
 		rows := make([][]any, 0, jobChunk)
 		for i, e := range p.Emails[from:min(from+jobChunk, len(p.Emails))] {
-			rows = append(rows, []any{id, from + i, e})
+			var extra any
+			if from+i < len(p.Rows) {
+				b, jerr := json.Marshal(p.Rows[from+i])
+				if jerr != nil {
+					err = jerr
+					break
+				}
+				extra = string(b)
+			}
+			rows = append(rows, []any{id, from + i, e, extra})
+		}
+		if err != nil {
+			break
 		}
 		err = s.db.InTx(ctx, func(q Querier) error {
 			for i := 0; i < len(rows); i += jobRowsPerStatement {
-				err := insertValues(ctx, q, `INSERT INTO validation_job_items (job_id, idx, email) VALUES `,
+				err := insertValues(ctx, q, `INSERT INTO validation_job_items (job_id, idx, email, extra) VALUES `,
 					rows[i:min(i+jobRowsPerStatement, len(rows))])
 				if err != nil {
 					return err
@@ -112,8 +125,16 @@ func (s ValidationJobs) startJob(ctx context.Context, p validation.NewJob, now t
 				return err
 			}
 		}
-		err := q.QueryRowContext(ctx, `INSERT INTO validation_jobs (account_id, status, total, created_at, updated_at, check_mailbox, name)
-			VALUES ($1, 'loading', $2, $3, $3, $4, $5) RETURNING id`, p.AccountID, len(p.Emails), ms(now), b2i(p.CheckMailbox), name).Scan(&id)
+		columns := ""
+		if len(p.Columns) > 0 {
+			b, err := json.Marshal(p.Columns)
+			if err != nil {
+				return err
+			}
+			columns = string(b)
+		}
+		err := q.QueryRowContext(ctx, `INSERT INTO validation_jobs (account_id, status, total, created_at, updated_at, check_mailbox, name, columns)
+			VALUES ($1, 'loading', $2, $3, $3, $4, $5, $6) RETURNING id`, p.AccountID, len(p.Emails), ms(now), b2i(p.CheckMailbox), name, columns).Scan(&id)
 		if isUnique(err) {
 			return validation.ErrJobNameTaken
 		}

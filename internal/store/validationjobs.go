@@ -20,7 +20,7 @@ var _ validation.JobStore = ValidationJobs{}
 func NewValidationJobs(db *DB) ValidationJobs { return ValidationJobs{db: db} }
 
 const jobCols = `id, account_id, status, total, done, valid, invalid, risky, error, waiting_until, created_at, updated_at,
-	check_mailbox, deliverable, undeliverable, risky_deliverability, unknown_deliverability, name`
+	check_mailbox, deliverable, undeliverable, risky_deliverability, unknown_deliverability, name, columns`
 
 func scanJob(row interface{ Scan(...any) error }) (validation.Job, error) {
 	var j validation.Job
@@ -28,8 +28,12 @@ func scanJob(row interface{ Scan(...any) error }) (validation.Job, error) {
 	var created, updated int64
 	var probe, deliverable, undeliverable, risky, unknown int
 	var name sql.NullString
+	var columns string
 	err := row.Scan(&j.ID, &j.AccountID, &j.Status, &j.Total, &j.Done, &j.Valid, &j.Invalid, &j.Risky, &j.Error,
-		&waiting, &created, &updated, &probe, &deliverable, &undeliverable, &risky, &unknown, &name)
+		&waiting, &created, &updated, &probe, &deliverable, &undeliverable, &risky, &unknown, &name, &columns)
+	if columns != "" {
+		json.Unmarshal([]byte(columns), &j.Columns) //nolint:errcheck // written by CreateJob
+	}
 	j.Name = name.String
 	j.WaitingUntil, j.CreatedAt, j.UpdatedAt = nullMS(waiting), fromMS(created), fromMS(updated)
 	j.CheckMailbox = probe != 0
@@ -108,7 +112,7 @@ func (s ValidationJobs) CancelJob(ctx context.Context, accountID, id int64, now 
 func (s ValidationJobs) Items(ctx context.Context, jobID int64, fn func(validation.JobItem) error) error {
 	last := -1
 	for {
-		rows, err := s.db.rd.QueryContext(ctx, `SELECT idx, email, result FROM validation_job_items
+		rows, err := s.db.rd.QueryContext(ctx, `SELECT idx, email, result, extra FROM validation_job_items
 			WHERE job_id = $1 AND idx > $2 ORDER BY idx LIMIT 1000`, jobID, last)
 		if err != nil {
 			return notFound(err, "validation job items")
@@ -116,10 +120,13 @@ func (s ValidationJobs) Items(ctx context.Context, jobID int64, fn func(validati
 		n := 0
 		for rows.Next() {
 			var it validation.JobItem
-			var result sql.NullString
-			if err := rows.Scan(&it.Index, &it.Email, &result); err != nil {
+			var result, extra sql.NullString
+			if err := rows.Scan(&it.Index, &it.Email, &result, &extra); err != nil {
 				rows.Close()
 				return err
+			}
+			if extra.Valid {
+				json.Unmarshal([]byte(extra.String), &it.Extra) //nolint:errcheck // written by CreateJob
 			}
 			if result.Valid {
 				var r validation.Result

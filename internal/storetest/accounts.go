@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -14,7 +15,8 @@ import (
 )
 
 // testAccountSignIn: a password hash is one account's, read back by
-// login with the account; enabling undoes disabling; a key reads back by
+// login with the account; enabling undoes disabling; the last enabled
+// operator is not disabled; a key reads back by
 // id with its limits.
 func testAccountSignIn(t *testing.T, db *store.DB) {
 	ctx := context.Background()
@@ -23,7 +25,8 @@ func testAccountSignIn(t *testing.T, db *store.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateAccount(ctx, "bob", now); err != nil {
+	bob, err := s.CreateAccount(ctx, "bob", now)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if a, hash, err := s.PasswordHash(ctx, "alice"); err != nil || hash != "" || a.PasswordSet || a.ID != alice.ID {
@@ -57,6 +60,37 @@ func testAccountSignIn(t *testing.T, db *store.DB) {
 	}
 	if err := s.EnableAccount(ctx, 9999); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("EnableAccount of a missing account = %v, want not_found", err)
+	}
+	// The last enabled operator stays enabled; with another, it may go.
+	if err := s.SetAdmin(ctx, alice.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DisableAccount(ctx, alice.ID, now); !errors.Is(err, account.ErrLastOperator) {
+		t.Fatalf("disabling the last enabled operator = %v, want ErrLastOperator", err)
+	}
+	if a, _, _ := s.PasswordHash(ctx, "alice"); a.DisabledAt != nil {
+		t.Fatal("the last enabled operator was disabled")
+	}
+	if err := s.DisableAccount(ctx, 9999, now); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("DisableAccount of a missing account = %v, want not_found", err)
+	}
+	if err := s.SetAdmin(ctx, bob.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DisableAccount(ctx, alice.ID, now); err != nil {
+		t.Fatalf("disabling an operator while another is enabled: %v", err)
+	}
+	if err := s.DisableAccount(ctx, alice.ID, now); err != nil {
+		t.Fatalf("disabling a disabled operator again: %v", err)
+	}
+	if err := s.EnableAccount(ctx, alice.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetAdmin(ctx, bob.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetAdmin(ctx, alice.ID, false); err != nil {
+		t.Fatal(err)
 	}
 	if a, err := s.AccountByLogin(ctx, "alice"); err != nil || a.DisabledAt != nil {
 		t.Fatalf("after EnableAccount = %+v, %v; want enabled", a, err)

@@ -60,6 +60,9 @@ func testSessions(t *testing.T, db *store.DB) {
 	if err := accounts.RevokeKey(ctx, key.ID, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
+	if err := accounts.SetAdmin(ctx, bob.ID, true); err != nil { // the last enabled operator is never disabled
+		t.Fatal(err)
+	}
 	if err := accounts.DisableAccount(ctx, alice.ID, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}

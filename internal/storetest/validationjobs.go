@@ -299,3 +299,38 @@ func testValidationJobRuns(t *testing.T, db *store.DB) {
 		t.Fatalf("SaveResults on a cancelled job = %v, want conflict", err)
 	}
 }
+
+// testValidationJobColumns: an uploaded CSV's other columns come back with
+// the job (its Columns) and each line (its Extra); a list of lines has
+// none.
+func testValidationJobColumns(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	s := store.NewValidationJobs(db)
+	alice, _ := twoAccounts(t, store.NewAccounts(db))
+	j, err := s.CreateJob(ctx, validation.NewJob{AccountID: alice.ID, Emails: []string{"a@x.example", `"b c"@x.example`},
+		Columns: []string{"name", "plan"}, Rows: [][]string{{"Ann", "gold"}, {"Bé, \"B\"", ""}}}, now)
+	if err != nil || !slices.Equal(j.Columns, []string{"name", "plan"}) {
+		t.Fatalf("CreateJob with columns = %+v, %v", j, err)
+	}
+	if got, err := s.Job(ctx, alice.ID, j.ID); err != nil || !slices.Equal(got.Columns, []string{"name", "plan"}) {
+		t.Fatalf("Job's columns = %q, %v", got.Columns, err)
+	}
+	var rows [][]string
+	s.Items(ctx, j.ID, func(it validation.JobItem) error {
+		rows = append(rows, append([]string{it.Email}, it.Extra...))
+		return nil
+	}) //nolint:errcheck
+	if len(rows) != 2 || !slices.Equal(rows[0], []string{"a@x.example", "Ann", "gold"}) || !slices.Equal(rows[1], []string{`"b c"@x.example`, "Bé, \"B\"", ""}) {
+		t.Fatalf("Items with their cells: %q", rows)
+	}
+	plain, err := s.CreateJob(ctx, validation.NewJob{AccountID: alice.ID, Emails: []string{"a@x.example"}}, now)
+	if err != nil || plain.Columns != nil {
+		t.Fatalf("a list of lines: %+v, %v; want no columns", plain, err)
+	}
+	s.Items(ctx, plain.ID, func(it validation.JobItem) error { //nolint:errcheck
+		if it.Extra != nil {
+			t.Errorf("a line of a list of lines has cells %q", it.Extra)
+		}
+		return nil
+	})
+}

@@ -51,6 +51,10 @@ type NewJob struct {
 	// Name, when set, names the job for Mailgun's bulk validation (its
 	// list_id): one job per name and account.
 	Name string
+	// Columns and Rows are the uploaded CSV's other columns (List), kept
+	// for the results; none for a list of lines.
+	Columns []string
+	Rows    [][]string
 	// MaxOpen is how many unfinished jobs (loading, queued or running)
 	// the account may have, this one included; 0: any number.
 	MaxOpen int
@@ -71,6 +75,9 @@ type Job struct {
 	Error                string
 	WaitingUntil         *time.Time // the account's hourly budget is spent until then
 	CreatedAt, UpdatedAt time.Time
+	// Columns names the uploaded CSV's other columns, which each item's
+	// Extra holds (none for a list of lines).
+	Columns []string
 }
 
 // JobItem is one line of a job with its result (nil while pending).
@@ -78,6 +85,9 @@ type JobItem struct {
 	Index  int
 	Email  string
 	Result *Result
+	// Extra is the line's other cells, as the job's Columns (read by Items
+	// only).
+	Extra []string
 }
 
 // JobStore keeps jobs. Missing rows (or another account's, or one still
@@ -212,8 +222,19 @@ func (j *Jobs) Create(ctx context.Context, accountID int64, emails []string, che
 // CreateNamed is Create for a job with a name (none when ""); a name the
 // account's jobs already have is a Conflict.
 func (j *Jobs) CreateNamed(ctx context.Context, accountID int64, name string, emails []string, checkMailbox bool) (Job, error) {
+	return j.create(ctx, NewJob{AccountID: accountID, Name: name, Emails: emails, CheckMailbox: checkMailbox})
+}
+
+// CreateList is Create for an uploaded list (ReadList): a CSV's other
+// columns come back with the results.
+func (j *Jobs) CreateList(ctx context.Context, accountID int64, l List, checkMailbox bool) (Job, error) {
+	return j.create(ctx, NewJob{AccountID: accountID, Emails: l.Emails, Columns: l.Columns, Rows: l.Rows, CheckMailbox: checkMailbox})
+}
+
+func (j *Jobs) create(ctx context.Context, p NewJob) (Job, error) {
+	emails, name := p.Emails, p.Name
 	switch {
-	case checkMailbox && !j.v.Probing():
+	case p.CheckMailbox && !j.v.Probing():
 		return Job{}, apperr.Field("check_mailbox", "Mailbox probing is off on this server (the operator turns it on with --validation-smtp-probe).")
 	case len(emails) == 0:
 		return Job{}, apperr.Field("emails", "at least one address is required")
@@ -228,8 +249,8 @@ func (j *Jobs) CreateNamed(ctx context.Context, accountID int64, name string, em
 			return Job{}, apperr.Field(fmt.Sprintf("emails.%d", i), "an address must be valid UTF-8 without NUL characters")
 		}
 	}
-	job, err := j.store.CreateJob(ctx, NewJob{AccountID: accountID, Name: name, Emails: emails, CheckMailbox: checkMailbox,
-		MaxOpen: j.cfg.MaxOpen}, j.cfg.Now().UTC())
+	p.MaxOpen = j.cfg.MaxOpen
+	job, err := j.store.CreateJob(ctx, p, j.cfg.Now().UTC())
 	if errors.Is(err, ErrJobNameTaken) {
 		return Job{}, apperr.Wrap(apperr.Conflict, err, fmt.Sprintf("A list named %s exists already: delete it first.", name))
 	}

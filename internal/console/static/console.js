@@ -1,4 +1,5 @@
-// Postline console: local times, and the log page's live tail. New entries arrive over
+// Postline console: local times, stacked tables' labels, confirmations of
+// destructive forms, copy buttons, and the log page's live tail. New entries arrive over
 // Server-Sent Events from /domains/{name}/log/tail and are inserted as
 // text (never HTML). Pausing keeps the connection and buffers what
 // arrives; resuming shows the buffer, so nothing is lost.
@@ -34,7 +35,14 @@
   }
   Array.prototype.forEach.call(document.querySelectorAll("table"), label);
 
-  // Copy buttons next to the DNS records.
+  // Destructive forms (data-confirm) ask first; cancelled, nothing is sent.
+  Array.prototype.forEach.call(document.querySelectorAll("form[data-confirm]"), function (f) {
+    f.addEventListener("submit", function (ev) {
+      if (!window.confirm(f.getAttribute("data-confirm"))) { ev.preventDefault(); }
+    });
+  });
+
+  // Copy buttons: the DNS records, a new key or signing secret.
   Array.prototype.forEach.call(document.querySelectorAll("button.copy[data-copy]"), function (b) {
     b.addEventListener("click", function () {
       if (!navigator.clipboard) { return; }
