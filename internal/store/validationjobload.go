@@ -36,9 +36,20 @@ func (s ValidationJobs) CreateJob(ctx context.Context, p validation.NewJob, now 
 		}
 		return validation.Job{}, notFound(err, "validation job")
 	}
+	// A list without other columns (JSON, lines) inserts no extra column:
+	// a fourth parameter a row made each chunk's transaction hold SQLite's
+	// writer longer, and other accounts' sends waited for it.
+	insert, withExtra := `INSERT INTO validation_job_items (job_id, idx, email) VALUES `, len(p.Rows) > 0
+	if withExtra {
+		insert = `INSERT INTO validation_job_items (job_id, idx, email, extra) VALUES `
+	}
 	for from := 0; from < len(p.Emails) && err == nil; from += jobChunk {
 		rows := make([][]any, 0, jobChunk)
 		for i, e := range p.Emails[from:min(from+jobChunk, len(p.Emails))] {
+			if !withExtra {
+				rows = append(rows, []any{id, from + i, e})
+				continue
+			}
 			var extra any
 			if from+i < len(p.Rows) {
 				b, jerr := json.Marshal(p.Rows[from+i])
@@ -55,8 +66,7 @@ func (s ValidationJobs) CreateJob(ctx context.Context, p validation.NewJob, now 
 		}
 		err = s.db.InTx(ctx, func(q Querier) error {
 			for i := 0; i < len(rows); i += jobRowsPerStatement {
-				err := insertValues(ctx, q, `INSERT INTO validation_job_items (job_id, idx, email, extra) VALUES `,
-					rows[i:min(i+jobRowsPerStatement, len(rows))])
+				err := insertValues(ctx, q, insert, rows[i:min(i+jobRowsPerStatement, len(rows))])
 				if err != nil {
 					return err
 				}
