@@ -11,7 +11,7 @@ import (
 
 // Record is one DNS record an owner must publish.
 type Record struct {
-	Purpose  string `json:"purpose"` // spf, dkim, dmarc, tracking, auth_dkim, auth_return_path
+	Purpose  string `json:"purpose"` // spf, dkim, dmarc, tracking, auth_dkim, auth_return_path, inbound_mx
 	Type     string `json:"type"`    // TXT, CNAME, MX
 	Name     string `json:"name"`
 	Value    string `json:"value"`
@@ -53,6 +53,11 @@ func (s *Service) Records(d Domain) []Record {
 		if s.cfg.PublicHost != "" {
 			recs = append(recs, Record{Purpose: "auth_return_path", Type: "CNAME", Name: d.AuthDomain, Value: s.cfg.PublicHost, Required: true})
 		}
+	}
+	if d.Inbound && s.cfg.InboundMXHost != "" {
+		// Not required: a domain sends without it. It is what brings mail
+		// to the inbound listener (its value is "PREFERENCE HOST").
+		recs = append(recs, Record{Purpose: "inbound_mx", Type: "MX", Name: d.Name, Value: "10 " + s.cfg.InboundMXHost})
 	}
 	return recs
 }
@@ -104,6 +109,19 @@ func (s *Service) Verify(ctx context.Context, d Domain, force bool) (Domain, []R
 func (s *Service) check(ctx context.Context, r Record) string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if r.Type == "MX" {
+		mxs, err := s.resolver.LookupMX(ctx, r.Name)
+		if err != nil {
+			return lookupStatus(err)
+		}
+		_, host, _ := strings.Cut(r.Value, " ")
+		for _, mx := range mxs {
+			if strings.EqualFold(mx.Host, host) {
+				return StatusOK
+			}
+		}
+		return StatusMismatch
+	}
 	if r.Type == "CNAME" {
 		target, err := s.resolver.LookupCNAME(ctx, r.Name)
 		if err != nil {
