@@ -159,7 +159,7 @@ func (s *Service) run(ctx context.Context, env Envelope, rc Recipient, actions [
 			}
 		}
 	}
-	details := map[string]any{"remote_ip": env.RemoteIP.String(), "helo": clipText(env.Helo, 255), "tls": env.TLS,
+	details := map[string]any{"remote_ip": env.RemoteIP.String(), "helo": clipText(env.Helo, 255), "starttls": env.TLS,
 		"from": info.from, "size": len(raw), "routes": out.Routes, "actions": logged, "auth": auth}
 	if out.StoredID != "" {
 		details["stored_id"] = out.StoredID
