@@ -473,7 +473,9 @@ func TestReceivingLimits(t *testing.T) {
 		}
 		r.route(t, r.user, 0, "catch_all()", "store()")
 		body := strings.Repeat(strings.Repeat("x", 1022)+"\r\n", 30)
-		msg := func(i int) string { return crlfText(fmt.Sprintf("From: ann@sender.example\nSubject: n%d\n\n", i)) + body + "\r\n" }
+		msg := func(i int) string {
+			return crlfText(fmt.Sprintf("From: ann@sender.example\nSubject: n%d\n\n", i)) + body + "\r\n"
+		}
 		if res := deliver(t, r.addr, "ann@sender.example", []string{"a@shop.example.com"}, msg(1)); res.data != nil {
 			t.Fatalf("first: %v %v", res.rcpt, res.data)
 		}
