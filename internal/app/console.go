@@ -36,6 +36,7 @@ func (a *App) console() http.Handler {
 		Jobs:         a.ValidationJobs,
 		ReadList:     httpapi.ReadAddressList,
 		Attempts:     &ratelimit.Attempts{Limiter: a.Limiter, PerLogin: a.Config.AuthAttemptsPerLogin, PerAddress: a.Config.AuthAttemptsPerAddress},
+		Receiving:    a.Receiving,
 	})
 	if err != nil { // embedded templates: a build error, caught by every test
 		panic(err)
