@@ -472,6 +472,11 @@ func TestReceivingLimits(t *testing.T) {
 			t.Fatalf("webhook: %d %s", resp.StatusCode, resp.Body)
 		}
 		r.route(t, r.user, 0, "catch_all()", "store()")
+		// The budget is a fixed one-minute window: its five transactions
+		// must fall in one.
+		if sec := time.Now().Second(); sec > 45 {
+			time.Sleep(time.Duration(61-sec) * time.Second)
+		}
 		body := strings.Repeat(strings.Repeat("x", 1022)+"\r\n", 30)
 		msg := func(i int) string {
 			return crlfText(fmt.Sprintf("From: ann@sender.example\nSubject: n%d\n\n", i)) + body + "\r\n"

@@ -103,8 +103,8 @@ func checkSPF(ctx context.Context, r Resolver, in Input) Result {
 	got, err := spf.CheckHostWithSender(in.RemoteIP.AsSlice(), in.Helo, in.MailFrom,
 		spf.WithContext(ctx), spf.WithResolver(netResolver{r}))
 	out.Result = string(got)
-	if got != spf.Pass && err != nil {
-		out.Reason = clip(err.Error())
+	if (got == spf.TempError || got == spf.PermError) && err != nil {
+		out.Reason = clip(err.Error()) // the others' errors only name the mechanism that matched
 	}
 	return out
 }

@@ -26,6 +26,8 @@ func (r Results) Header(authservID string) string {
 	}
 	results = append(results, &authres.DMARCResult{Value: authres.ResultValue(r.DMARC.Result), Reason: r.DMARC.Reason, From: r.DMARC.Domain})
 	v := authres.Format(clip(authservID), results)
+	// A result without parameters ends in a space: "dkim=none ;".
+	v = strings.TrimSpace(strings.ReplaceAll(v, " ;", ";"))
 	// One result a line: "id; spf=...;\r\n\tdkim=...".
 	return strings.ReplaceAll(v, "; ", ";\r\n\t")
 }
