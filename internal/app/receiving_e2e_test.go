@@ -194,6 +194,12 @@ func TestReceivingStoreAndRead(t *testing.T) {
 		if mx == nil || mx["type"] != "MX" || mx["name"] != "shop.example.com" || mx["value"] != "10 "+mxHost || mx["required"] != false {
 			t.Fatalf("the MX record to publish: %v", mx)
 		}
+		// Mailgun's domain API lists it among the receiving records.
+		mg := r.Do(apitest.Request{Method: "GET", Path: "/v3/domains/shop.example.com", Auth: apitest.User{Login: "api", Key: r.user.Key}.Auth()})
+		if recv, _ := mg.JSON["receiving_dns_records"].([]any); len(recv) != 1 || recv[0].(map[string]any)["value"] != mxHost ||
+			recv[0].(map[string]any)["priority"] != "10" || recv[0].(map[string]any)["record_type"] != "MX" {
+			t.Errorf("Mailgun's receiving records: %s", mg.Body)
+		}
 		// Verification checks it like the others.
 		r.DNS.AddMX("shop.example.com", 10, mxHost)
 		resp := r.Do(apitest.Request{Method: "POST", Path: "/api/domains/shop.example.com/verify", Auth: r.user.Auth()})
