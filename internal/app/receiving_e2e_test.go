@@ -23,6 +23,7 @@ import (
 	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/message"
+	"github.com/postline/postline/internal/smtptest"
 	"github.com/postline/postline/internal/store"
 )
 
@@ -448,6 +449,29 @@ func TestReceivingHeaderRoutes(t *testing.T) {
 	if res := deliver(t, r.addr, "ann@sender.example", []string{"desk@shop.example.com", "x@shop.example.com"},
 		crlfText("From: ann@sender.example\nSubject: anything\n\nx\n")); res.rcpt[0] != nil || res.rcpt[1] != nil || res.data != nil {
 		t.Fatalf("with a catch_all: %v %v; want every recipient at RCPT", res.rcpt, res.data)
+	}
+
+	// A bounce address and an inbound recipient are transactions apart,
+	// in either order; an address of nowhere is still 550 first.
+	if resp := r.Do(apitest.Request{Method: "PUT", Path: "/api/domains/shop.example.com/auth-domain", Auth: r.user.Auth(),
+		Body: map[string]string{"host": "bounces.shop.example.com"}}); resp.StatusCode != 200 {
+		t.Fatalf("auth domain: %d %s", resp.StatusCode, resp.Body)
+	}
+	r.send(t, basicParts("ann@rcpt.example.net"), nil)
+	sent, err := r.sink.WaitForMessages(ctxTimeout(t, 15*time.Second), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verp := sent[0].From
+	dsn := smtptest.DSN("ann@rcpt.example.net", "failed", "5.1.1", "x@y")
+	for _, rcpts := range [][]string{{verp, "x@shop.example.com"}, {"x@shop.example.com", verp}} {
+		if res := deliver(t, r.addr, "", append(rcpts, "y@nowhere.example"), dsn); res.rcpt[0] != nil || smtpCode(res.rcpt[1]) != 452 ||
+			smtpCode(res.rcpt[2]) != 550 || res.data != nil {
+			t.Errorf("RCPT %v: %v %v; want 250, 452, 550, then DATA 250", rcpts, res.rcpt, res.data)
+		}
+	}
+	if b := r.entries(t, "ann@rcpt.example.net", event.Bounced); len(b) != 1 {
+		t.Errorf("the bounce was recorded %d times, want once", len(b))
 	}
 }
 

@@ -40,9 +40,6 @@ var (
 // rcptInbound decides on an address that is not a bounce address: one of
 // an inbound domain that a route takes (now, or after DATA), else 550.
 func (ss *session) rcptInbound(to string) error {
-	if len(ss.rcpts) > 0 {
-		return errOwnTransaction // bounce recipients are a transaction apart
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	dec, err := ss.s.cfg.Receiver.Recipient(ctx, to)
@@ -53,6 +50,9 @@ func (ss *session) rcptInbound(to string) error {
 	if dec.Verdict == receiving.NotOurs {
 		ss.s.count("rcpt_refused")
 		return errNoSuchUser
+	}
+	if len(ss.rcpts) > 0 {
+		return errOwnTransaction // bounce recipients are a transaction apart
 	}
 	// A domain of ours: the transaction takes its place in the client's
 	// budget, whatever the answer, so that guessing addresses costs too.
