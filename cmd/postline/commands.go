@@ -23,6 +23,7 @@ func commandTree() *cmd {
 		suppressionCommands(),
 		webhookCommands(),
 		routeCommands(),
+		inboundCommands(),
 		templateCommands(),
 		messageCommands(),
 		shapingCommands(),

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -31,9 +32,10 @@ func domainCommands() *cmd {
 		{name: "show", args: "DOMAIN", summary: "show a domain's settings and the DNS records to publish",
 			minArgs: 1, maxArgs: 1, setup: one(domainShow)},
 		{name: "update", args: "DOMAIN",
-			summary: "change how a domain's mail leaves (relay or direct); the DKIM key and everything else stay",
+			summary: "change how a domain's mail leaves (relay or direct) or whether it receives mail (--inbound); the DKIM key and everything else stay",
 			help: "Only the flags given change: --smtp-password alone replaces the relay password, --direct\n" +
-				"switches to direct delivery and drops the relay settings, --smtp-host switches to a relay.",
+				"switches to direct delivery and drops the relay settings, --smtp-host switches to a relay.\n" +
+				"--inbound takes mail for the domain's addresses (once verified; routes decide what becomes of it), --inbound=false stops.",
 			minArgs: 1, maxArgs: 1, setup: setupDomainUpdate},
 		{name: "verify", args: "DOMAIN", summary: "check the domain's DNS records and mark it verified when they are published",
 			minArgs: 1, maxArgs: 1, setup: setupDomainVerify},
@@ -155,21 +157,69 @@ func setupDomainAdd(fs *flag.FlagSet) runFunc {
 
 func setupDomainUpdate(fs *flag.FlagSet) runFunc {
 	df := addDeliveryFlags(fs)
+	inbound := &optBool{}
+	fs.Var(inbound, "inbound", "receive mail at the domain's addresses (--inbound=false: stop)")
 	return onDomain(func(ctx context.Context, x *inv, a *app.App, d domain.Domain) error {
 		x.fields = deliveryFields
 		del, changed, err := df.apply(d.Delivery)
 		if err != nil {
 			return err
 		}
-		if !changed {
-			return usagef("nothing to change: give --direct, --smtp-* or --pool flags")
+		if !changed && !inbound.set {
+			return usagef("nothing to change: give --direct, --smtp-*, --pool or --inbound flags")
 		}
-		if d, err = a.Domains.SetDelivery(ctx, d, del, true); err != nil {
-			return err
+		if changed {
+			if d, err = a.Domains.SetDelivery(ctx, d, del, true); err != nil {
+				return err
+			}
+			fmt.Fprintf(x.stdout, "%s now delivers %s\n", d.Name, deliveryText(d))
 		}
-		fmt.Fprintf(x.stdout, "%s now delivers %s\n", d.Name, deliveryText(d))
+		if inbound.set {
+			if d, err = a.Domains.SetInbound(ctx, d, inbound.v); err != nil {
+				return err
+			}
+			fmt.Fprintf(x.stdout, "%s %s\n", d.Name, inboundText(d, a.Domains.InboundMXHost()))
+		}
 		return nil
 	})
+}
+
+// optBool is a boolean flag that knows whether it was given.
+type optBool struct{ set, v bool }
+
+func (b *optBool) String() string {
+	if b == nil || !b.set {
+		return ""
+	}
+	return strconv.FormatBool(b.v)
+}
+
+func (b *optBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want true or false")
+	}
+	b.set, b.v = true, v
+	return nil
+}
+
+func (b *optBool) IsBoolFlag() bool { return true }
+
+// inboundText says whether the domain receives, and the MX to publish.
+func inboundText(d domain.Domain, mxHost string) string {
+	var s string
+	switch {
+	case d.Receives():
+		s = "receives mail (routes decide what becomes of it)"
+	case d.Inbound:
+		s = "receives mail once verified"
+	default:
+		return "receives no mail"
+	}
+	if mxHost == "" {
+		return s + "; no MX host is set (--inbound-mx-host): publish an MX naming this server's inbound listener"
+	}
+	return s + "; publish: " + d.Name + ". MX 10 " + mxHost + "."
 }
 
 func setupDomainList(*flag.FlagSet) runFunc {
@@ -211,8 +261,9 @@ func domainShow(ctx context.Context, x *inv, a *app.App, d domain.Domain) error 
 	case claim == domain.ClaimPending && d.ClaimExpiresAt != nil:
 		claim += ", deleted unless verified by " + d.ClaimExpiresAt.Format(time.RFC3339)
 	}
-	fmt.Fprintf(x.stdout, "domain:    %s\naccount:   %s\nclaim:     %s\nverified:  %s\ndns check: %s\ndelivery:  %s\ntracking:  %s (%s)\nauth:      %s\nselector:  %s\n\n",
-		d.Name, login, claim, verified, checkText(d), deliveryText(d), dash(d.TrackingDomain), trackingText(d.Tracking), dash(d.AuthDomain), d.DKIMSelector)
+	fmt.Fprintf(x.stdout, "domain:    %s\naccount:   %s\nclaim:     %s\nverified:  %s\ndns check: %s\ndelivery:  %s\ntracking:  %s (%s)\nauth:      %s\ninbound:   %s\nselector:  %s\n\n",
+		d.Name, login, claim, verified, checkText(d), deliveryText(d), dash(d.TrackingDomain), trackingText(d.Tracking), dash(d.AuthDomain),
+		inboundText(d, a.Domains.InboundMXHost()), d.DKIMSelector)
 	return printRecords(x.stdout, a.Domains.CheckedRecords(d))
 }
 

@@ -150,6 +150,8 @@ func TestREADME(t *testing.T) {
 		"removed suppression 4",
 		"purged cached validation results for gmail.com: 1 removed",
 		`"message":"Route created."`, "Route has been created", "match_recipient(\"^support-(?P<ticket>\\d+)@example\\.com$\")  forward(",
+		"example.com receives mail (routes decide what becomes of it)", `"inbound":{"enabled":true,"receiving":true,"mx_host":null}`,
+		`{"count":0,"data":[],"limit":20,"offset":0,"success":true}`, "example.com has no stored messages",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the README's output lacks %q; output:\n%s", want, text)

@@ -36,6 +36,8 @@ var specOnce = sync.OnceValues(func() (*spec, error) {
 	doc.Servers = nil // match any host
 	// The unsubscribe pages are HTML; their schema is a string.
 	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+	// A stored message's raw bytes; its schema is a string too.
+	openapi3filter.RegisterBodyDecoder("message/rfc822", openapi3filter.PlainBodyDecoder)
 	r, err := legacy.NewRouter(doc)
 	if err != nil {
 		return nil, err

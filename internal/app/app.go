@@ -36,6 +36,7 @@ import (
 	"github.com/postline/postline/internal/inbound"
 	"github.com/postline/postline/internal/inboundroute"
 	"github.com/postline/postline/internal/ratelimit"
+	"github.com/postline/postline/internal/receiving"
 	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/shaping"
@@ -78,6 +79,9 @@ type App struct {
 	Templates *templates.Service
 	// Routes keeps the accounts' inbound routes (Mailgun's Routes).
 	Routes *inboundroute.Service
+	// Receiving takes mail for inbound domains and keeps what routes
+	// store (receiving.go).
+	Receiving *receiving.Service
 	// Queue is the operator's view and control of the delivery queue;
 	// Suspensions are the holds it puts on it (queue.go).
 	Queue       *sending.Queue
@@ -203,6 +207,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 		RelayAllowlist: cfg.RelayAllowlist,
 		SPFRecord:      cfg.SPFRecord,
 		PublicHost:     publicHost(cfg.PublicURL), // a name only: CNAMEs point at it
+		InboundMXHost:  cfg.EffectiveInboundMXHost(),
 		ServiceHosts:   []string{listenHost(cfg.Addr)},
 		DKIMKeyBits:    opts.DKIMKeyBits,
 		ClaimTTL:       cfg.DomainClaimTTL,
@@ -232,6 +237,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	a.openWebhooks(box)
 	a.Templates = templates.NewService(store.NewTemplates(db), nil)
 	a.Routes = inboundroute.NewService(store.NewInboundRoutes(db), nil)
+	a.openReceiving()
 	if err := a.openTracking(key); err != nil {
 		return err
 	}
@@ -299,6 +305,7 @@ func (a *App) API() *httpapi.Server {
 		Webhooks:      a.Webhooks,
 		Templates:     a.Templates,
 		InboundRoutes: a.Routes,
+		Receiving:     a.Receiving,
 		Stats:         stats.NewService(store.NewStats(a.DB)),
 		PublicURL:     a.Config.PublicURL,
 		Validator:     a.Validator,
@@ -348,16 +355,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	if stopSubmission != nil {
 		defer stopSubmission()
 	}
-	if a.Inbound != nil {
-		if err := a.Inbound.Listen(a.Config.SMTPListen); err != nil {
-			return err
-		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownTimeout)
-			defer cancel()
-			a.Inbound.Shutdown(sctx) //nolint:errcheck // shutting down anyway
-		}()
+	stopInbound, err := a.startInbound(ctx)
+	if err != nil {
+		return err
 	}
+	defer stopInbound()
 	scheme := "http"
 	ln = a.boundHTTP(ln)
 	if a.Config.APITLS {

@@ -34,6 +34,7 @@ func (a *App) console() http.Handler {
 		Series:       store.NewEvents(a.DB),
 		Jobs:         a.ValidationJobs,
 		Attempts:     &ratelimit.Attempts{Limiter: a.Limiter, PerLogin: a.Config.AuthAttemptsPerLogin, PerAddress: a.Config.AuthAttemptsPerAddress},
+		Receiving:    a.Receiving,
 	})
 	if err != nil { // embedded templates: a build error, caught by every test
 		panic(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/receiving"
 	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/store"
@@ -23,7 +25,7 @@ import (
 
 // TestStoreCopyToPostgres: a populated SQLite database copied into
 // PostgreSQL serves the same answers (domains, log pages, suppressions,
-// webhooks, inbound routes), its DKIM keys and relay passwords open with the same secret
+// webhooks, inbound routes, stored received messages), its DKIM keys and relay passwords open with the same secret
 // key, and every table of the schema was copied with its rows.
 func TestStoreCopyToPostgres(t *testing.T) {
 	t.Parallel()
@@ -67,8 +69,33 @@ func TestStoreCopyToPostgres(t *testing.T) {
 		"expression": `match_recipient("(.*)@shop\.example\.com")`, "actions": []string{`forward("https://app.example/in?box=\1")`, "stop()"}}}); r.StatusCode != 201 {
 		t.Fatalf("route: %d %s", r.StatusCode, r.Body)
 	}
+	// A received message a route stored (through the receiving side, as
+	// the inbound listener hands it over): its row, raw bytes and text id
+	// copy as they are.
+	if r := e.Do(apitest.Request{Method: "PATCH", Path: "/api/domains/shop.example.com/inbound", Auth: e.user.Auth(),
+		Body: map[string]bool{"enabled": true}}); r.StatusCode != 200 {
+		t.Fatalf("inbound: %d %s", r.StatusCode, r.Body)
+	}
+	if r := e.Do(apitest.Request{Method: "POST", Path: "/api/routes", Auth: e.user.Auth(), Body: map[string]any{"priority": 1,
+		"expression": `match_recipient("^help@")`, "actions": []string{"store()"}}}); r.StatusCode != 201 {
+		t.Fatalf("route: %d %s", r.StatusCode, r.Body)
+	}
+	shop, err := e.App.Domains.Get(ctx, "shop.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.App.Receiving.Receive(ctx, receiving.Envelope{RemoteIP: netip.MustParseAddr("127.0.0.1"), Helo: "mx.sender.example",
+		MailFrom: "ann@sender.example", Recipients: []receiving.Recipient{{Address: "help@shop.example.com", Domain: shop}}},
+		[]byte("From: ann@sender.example\r\nSubject: copied\r\n\r\nbinary \xff\x00 kept\r\n")); err != nil {
+		t.Fatalf("receiving: %v", err)
+	}
+	stored, _, err := e.App.Receiving.List(ctx, receiving.Filter{DomainID: shop.ID, Limit: 1})
+	if err != nil || len(stored) != 1 {
+		t.Fatalf("stored: %v, %v", stored, err)
+	}
 	paths := []string{"/api/domains", "/api/domains/shop.example.com", "/api/domains/shop.example.com/log",
-		"/api/domains/shop.example.com/suppressions?type=bounce", "/api/domains/shop.example.com/webhooks", "/api/routes"}
+		"/api/domains/shop.example.com/suppressions?type=bounce", "/api/domains/shop.example.com/webhooks", "/api/routes",
+		"/api/domains/shop.example.com/inbound", "/api/domains/shop.example.com/inbound/" + stored[0].ID + "/raw"}
 	// Mailgun's stats and tags (their answers have no URLs, which name
 	// the server).
 	mgPaths := []string{"/v3/shop.example.com/tags/copied", "/v3/shop.example.com/tags/copied/stats?event=accepted&event=delivered",

@@ -33,7 +33,8 @@ func (a *App) openTracking(secretKey []byte) error {
 	if a.Config.SMTPListen != "" {
 		a.Inbound = inbound.New(inbound.Config{Domain: a.Config.HeloName, VERPKey: verpKey(secretKey),
 			MaxMessageBytes: a.Config.SMTPMaxBytes, Registerer: a.Registry,
-			Signer: a.TrackingSigner, Logger: a.Logger, Conns: a.inboundConns(), Spool: a.Spool.Share(inboundSpoolShare)}, st, a.Events)
+			Signer: a.TrackingSigner, Logger: a.Logger, Conns: a.inboundConns(), Spool: a.Spool.Share(inboundSpoolShare),
+			Receiver: a.Receiving, Limit: a.inboundLimit}, st, a.Events)
 	}
 	return nil
 }

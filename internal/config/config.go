@@ -22,9 +22,20 @@ type Config struct {
 	DatabaseURL string // sqlite:PATH or postgres://...
 	PublicURL   string // base URL for tracking links
 	DNSServer   string // host:port of the resolver; empty = the system's
-	SMTPListen  string // inbound SMTP for bounces; empty = off
+	SMTPListen  string // inbound SMTP for bounces and inbound domains; empty = off
 	// SMTPMaxBytes bounds a message to the inbound listener.
 	SMTPMaxBytes int64
+	// InboundMXHost is the host inbound domains are told to publish as
+	// their MX; empty: the host of PublicURL when that is set.
+	InboundMXHost string
+	// InboundRetention is how long stored received messages are kept.
+	InboundRetention time.Duration
+	// InboundPerIPPerMinute bounds the messages to inbound domains one
+	// client address may send a minute (421 past it).
+	InboundPerIPPerMinute int
+	// InboundStoreBytesPerAccount bounds the bytes of one account's
+	// stored received messages (452 past it, until retention frees room).
+	InboundStoreBytesPerAccount int64
 	// SMTPMaxConnections and SMTPMaxConnectionsPerIP bound each SMTP
 	// listener (inbound and both submission ones): connections open at
 	// once, and from one client address.
@@ -227,19 +238,22 @@ func (c Config) DatabaseLocation() string {
 // Default returns the configuration used when nothing is set.
 func Default() Config {
 	return Config{
-		Addr:                    "127.0.0.1:8025",
-		DataDir:                 "./postline-data",
-		RateValidationPerHour:   1000,
-		RateDomainPerMinute:     120,
-		MXPort:                  25,
-		MTASTSPort:              443,
-		SMTPMaxBytes:            10 << 20,
-		SMTPMaxConnections:      1000,
-		SMTPMaxConnectionsPerIP: 20,
-		SMTPPreAuthTimeout:      30 * time.Second,
-		SMTPCommandTimeout:      5 * time.Minute,
-		HTTPMaxConnections:      2000,
-		HTTPMaxConnectionsPerIP: 200,
+		Addr:                        "127.0.0.1:8025",
+		DataDir:                     "./postline-data",
+		RateValidationPerHour:       1000,
+		RateDomainPerMinute:         120,
+		MXPort:                      25,
+		MTASTSPort:                  443,
+		SMTPMaxBytes:                25 << 20,
+		InboundRetention:            72 * time.Hour,
+		InboundPerIPPerMinute:       60,
+		InboundStoreBytesPerAccount: 1 << 30,
+		SMTPMaxConnections:          1000,
+		SMTPMaxConnectionsPerIP:     20,
+		SMTPPreAuthTimeout:          30 * time.Second,
+		SMTPCommandTimeout:          5 * time.Minute,
+		HTTPMaxConnections:          2000,
+		HTTPMaxConnectionsPerIP:     200,
 		RetrySchedule: []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute,
 			time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour},
 		MaxMessageAge:                5 * 24 * time.Hour, // Postfix's maximal_queue_lifetime
@@ -312,6 +326,22 @@ func (c Config) EffectivePublicURL() string {
 		return "https://" + c.Addr
 	}
 	return "http://" + c.Addr
+}
+
+// EffectiveInboundMXHost is the host inbound domains publish as their MX:
+// InboundMXHost, else the host of PublicURL when one is set, else "".
+func (c Config) EffectiveInboundMXHost() string {
+	if c.InboundMXHost != "" {
+		return strings.ToLower(strings.TrimSuffix(c.InboundMXHost, "."))
+	}
+	if c.PublicURL == "" {
+		return ""
+	}
+	u, err := url.Parse(c.PublicURL)
+	if err != nil || net.ParseIP(u.Hostname()) != nil {
+		return "" // an MX names a host, never an address
+	}
+	return strings.ToLower(u.Hostname())
 }
 
 // EffectiveRateStore is RateStore, or the default for the database: memory
@@ -389,6 +419,18 @@ func (c Config) Validate() error {
 	}
 	if c.SMTPMaxBytes < 1024 || c.SMTPMaxBytes > 100<<20 {
 		bad("smtp-max-bytes", "must be between 1024 and 104857600, got %d", c.SMTPMaxBytes)
+	}
+	if c.InboundMXHost != "" && !validHostName(c.InboundMXHost) {
+		bad("inbound-mx-host", "want a host name (an MX names a host, not an address), got %q", c.InboundMXHost)
+	}
+	if c.InboundRetention < time.Second || c.InboundRetention > 366*24*time.Hour {
+		bad("inbound-retention", "must be between 1s and 366d, got %s", c.InboundRetention)
+	}
+	if c.InboundPerIPPerMinute < 1 {
+		bad("inbound-per-ip-per-minute", "must be at least 1, got %d", c.InboundPerIPPerMinute)
+	}
+	if c.InboundStoreBytesPerAccount < 64<<10 {
+		bad("inbound-store-bytes-per-account", "must be at least 64KiB, got %d bytes", c.InboundStoreBytesPerAccount)
 	}
 	if c.SMTPMaxConnections < 1 {
 		bad("smtp-max-connections", "must be at least 1, got %d", c.SMTPMaxConnections)
@@ -532,6 +574,26 @@ func redact(s string) string {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
 	return u.String()
+}
+
+// validHostName reports a plausible DNS host name: dot-separated labels
+// of letters, digits and hyphens, not an IP address.
+func validHostName(h string) bool {
+	h = strings.TrimSuffix(h, ".")
+	if h == "" || len(h) > 253 || net.ParseIP(h) != nil {
+		return false
+	}
+	for _, l := range strings.Split(h, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, r := range l {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // IsLoopback reports whether a listen address (host:port) is on a loopback

@@ -32,8 +32,20 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.StringVar(&cfg.DatabaseURL, "database-url", "", "database `url`: sqlite:PATH or postgres://... (default SQLite in the data dir)")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "base `url` used in tracking links (default http://ADDR)")
 	fs.StringVar(&cfg.DNSServer, "dns-server", "", "`host:port` of the resolver for every DNS lookup (default the system's)")
-	fs.StringVar(&cfg.SMTPListen, "smtp-listen", "", "inbound SMTP listen `host:port` for bounces (off when empty)")
-	fs.Int64Var(&cfg.SMTPMaxBytes, "smtp-max-bytes", cfg.SMTPMaxBytes, "largest message the inbound SMTP listener accepts, in bytes")
+	fs.StringVar(&cfg.SMTPListen, "smtp-listen", "", "inbound SMTP listen `host:port` for bounces and mail to inbound domains (off when empty)")
+	fs.Int64Var(&cfg.SMTPMaxBytes, "smtp-max-bytes", cfg.SMTPMaxBytes, "largest message the inbound SMTP listener accepts (SIZE), in bytes")
+	fs.StringVar(&cfg.InboundMXHost, "inbound-mx-host", "", "host `name` inbound domains are told to publish as their MX: the inbound listener's (default the host of --public-url)")
+	fs.Func("inbound-retention", "how long messages stored by a route's store() are kept, e.g. 72h or 3d (default 72h)", func(s string) error {
+		d, err := parseDays(s)
+		if err == nil {
+			cfg.InboundRetention = d
+		}
+		return err
+	})
+	fs.IntVar(&cfg.InboundPerIPPerMinute, "inbound-per-ip-per-minute", cfg.InboundPerIPPerMinute,
+		"messages to inbound domains one client address (IPv6: its /64) may send a minute; past it 421 4.7.0")
+	byteFlag(fs, &cfg.InboundStoreBytesPerAccount, "inbound-store-bytes-per-account", "most bytes of one account's stored received messages, "+
+		"e.g. 1GiB (default 1GiB); past it a message a route stores is refused for now (452 4.2.2) until retention frees room")
 	fs.IntVar(&cfg.SMTPMaxConnections, "smtp-max-connections", cfg.SMTPMaxConnections,
 		"connections each SMTP listener (inbound, submission) holds open at once; past it 421 4.3.2")
 	fs.IntVar(&cfg.SMTPMaxConnectionsPerIP, "smtp-max-connections-per-ip", cfg.SMTPMaxConnectionsPerIP,

@@ -29,6 +29,7 @@ import (
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/ratelimit"
+	"github.com/postline/postline/internal/receiving"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/suppression"
 	"github.com/postline/postline/internal/validation"
@@ -70,6 +71,8 @@ type Deps struct {
 	Series       Series // hourly counts for the overview; nil: no charts
 	Jobs         *validation.Jobs
 	Attempts     *ratelimit.Attempts // failed sign-ins per login and address
+	// Receiving keeps the messages routes stored for inbound domains.
+	Receiving *receiving.Service
 }
 
 // Console serves the pages.
@@ -107,8 +110,14 @@ func New(cfg Config, deps Deps) (*Console, error) {
 	}
 	funcs := template.FuncMap{"css": func() string { return c.css }, "js": func() string { return c.js },
 		"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) }, "join": strings.Join, "inc": func(n int) int { return n + 1 },
-		"num": anyNum, "fields": detailFields}
-	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks", "admin", "validation", "job", "templates", "template"} {
+		"num": anyNum, "fields": detailFields,
+		"mxhost": func() string {
+			if c.deps.Domains == nil {
+				return ""
+			}
+			return c.deps.Domains.InboundMXHost()
+		}}
+	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks", "admin", "validation", "job", "templates", "template", "inboundlist", "inbound"} {
 		files := []string{"templates/layout.html", "templates/details.html", "templates/" + name + ".html"}
 		if name == "templates" || name == "template" {
 			files = append(files, "templates/templatefields.html")

@@ -170,6 +170,10 @@ func (c *Console) domainSettings(w http.ResponseWriter, r *http.Request, s *acco
 		if d, err = c.deps.Domains.SetDelivery(ctx, d, del, false); err != nil {
 			return fail(err)
 		}
+	case "inbound":
+		if d, err = c.deps.Domains.SetInbound(ctx, d, r.PostFormValue("inbound") == "on"); err != nil {
+			return fail(err)
+		}
 	default:
 		return apperr.Errorf(apperr.NotFound, "no such settings")
 	}

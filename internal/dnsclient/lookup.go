@@ -124,3 +124,23 @@ func hostName(fqdn string) string {
 	}
 	return strings.TrimSuffix(strings.ToLower(fqdn), ".")
 }
+
+// LookupPTR returns the names the reverse zone gives ip (its in-addr.arpa
+// or ip6.arpa PTR records), lowercase without the trailing dot. SPF's ptr
+// mechanism asks it; such names prove nothing until they resolve back to
+// ip, which is the caller's to check.
+func (r *Resolver) LookupPTR(ctx context.Context, ip netip.Addr) ([]string, error) {
+	name, err := dns.ReverseAddr(ip.Unmap().String())
+	if err != nil {
+		return nil, &Error{Name: ip.String(), Qtype: "PTR", Kind: Invalid, Rcode: -1, Err: err}
+	}
+	rrs, err := r.query(ctx, name, dns.TypePTR)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(rrs))
+	for _, rr := range rrs {
+		names = append(names, hostName(rr.(*dns.PTR).Ptr))
+	}
+	return names, nil
+}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/dnsclient"
 )
 
 // Delivery modes.
@@ -60,6 +61,9 @@ type Domain struct {
 	TrackingDomain string // empty when none
 	AuthDomain     string // empty when none
 	Tracking       Tracking
+	// Inbound says the domain takes mail at its own addresses (routes
+	// decide what becomes of it); it does so only once verified.
+	Inbound bool
 	// ClaimExpiresAt is when an unverified claim lapses (nil once verified).
 	ClaimExpiresAt *time.Time
 	// ClaimEnded says why the claim ended ("" while it stands): another
@@ -103,6 +107,11 @@ func (d Domain) Verified() bool { return d.VerifiedAt != nil }
 // RecordsChanged reports whether the last DNS check of a verified domain
 // failed: it stays verified (and sends), but its owner should look.
 func (d Domain) RecordsChanged() bool { return d.Verified() && d.DNSCheck != nil && !d.DNSCheck.OK }
+
+// Receives reports whether mail to the domain's addresses is taken: inbound
+// is on and the domain is verified. An unverified claim receives nothing,
+// since several accounts may claim one name until one verifies it.
+func (d Domain) Receives() bool { return d.Inbound && d.Verified() }
 
 // Claim states, as the API shows them.
 const (
@@ -149,8 +158,8 @@ type Store interface {
 	AccountDomain(ctx context.Context, accountID int64, name string) (Domain, error)
 	DomainByID(ctx context.Context, id int64) (Domain, error)
 	ListDomains(ctx context.Context, accountID int64) ([]Domain, error)
-	// UpdateDomain writes verification, claim, delivery, tracking and auth
-	// fields. Conflict when the domain is verified and its name, tracking
+	// UpdateDomain writes verification, claim, delivery, tracking, auth
+	// and inbound fields. Conflict when the domain is verified and its name, tracking
 	// or authentication host is another verified domain's.
 	UpdateDomain(ctx context.Context, d Domain) error
 	// VerifyDomain writes d's verification alone: with d.VerifiedAt set it
@@ -176,6 +185,7 @@ type Store interface {
 type Resolver interface {
 	LookupTXT(ctx context.Context, name string) ([]string, error)
 	LookupCNAME(ctx context.Context, name string) (string, error)
+	LookupMX(ctx context.Context, name string) ([]dnsclient.MX, error)
 }
 
 // EgressPool is the egress pool the domain's direct deliveries go out

@@ -10,7 +10,7 @@ import (
 
 // Record is one DNS record an owner must publish.
 type Record struct {
-	Purpose  string `json:"purpose"` // spf, dkim, dmarc, tracking, auth_dkim, auth_return_path
+	Purpose  string `json:"purpose"` // spf, dkim, dmarc, tracking, auth_dkim, auth_return_path, inbound_mx
 	Type     string `json:"type"`    // TXT, CNAME, MX
 	Name     string `json:"name"`
 	Value    string `json:"value"`
@@ -60,6 +60,11 @@ func (s *Service) Records(d Domain) []Record {
 	}
 	for i := range recs {
 		recs[i].ValueSplit = splitTXT(recs[i])
+	}
+	if d.Inbound && s.cfg.InboundMXHost != "" {
+		// Not required: a domain sends without it. It is what brings mail
+		// to the inbound listener (its value is "PREFERENCE HOST").
+		recs = append(recs, Record{Purpose: "inbound_mx", Type: "MX", Name: d.Name, Value: "10 " + s.cfg.InboundMXHost})
 	}
 	return recs
 }
@@ -150,6 +155,19 @@ func splitTXT(r Record) string {
 func (s *Service) check(ctx context.Context, r Record) string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if r.Type == "MX" {
+		mxs, err := s.resolver.LookupMX(ctx, r.Name)
+		if err != nil {
+			return lookupStatus(err)
+		}
+		_, host, _ := strings.Cut(r.Value, " ")
+		for _, mx := range mxs {
+			if strings.EqualFold(mx.Host, host) {
+				return StatusOK
+			}
+		}
+		return StatusMismatch
+	}
 	if r.Type == "CNAME" {
 		target, err := s.resolver.LookupCNAME(ctx, r.Name)
 		if err != nil {

@@ -23,6 +23,9 @@ type Config struct {
 	RelayAllowlist []string
 	SPFRecord      string // TXT value to publish at the domain
 	PublicHost     string // target of tracking and return-path CNAMEs
+	// InboundMXHost is the host an inbound domain's MX record names (the
+	// inbound SMTP listener's public name); "" when the operator set none.
+	InboundMXHost string
 	// ServiceHosts are other names the service answers on (the listen
 	// address's host); no tenant may claim them.
 	ServiceHosts []string
@@ -336,6 +339,47 @@ func (s *Service) subdomainOrEmpty(field string, d Domain, host string) (string,
 		}
 	}
 	return h, nil
+}
+
+// SetInbound turns receiving mail at the domain's addresses on or off.
+// Turning it on is refused for an ended claim; an unverified domain may
+// have it on and receives once verified (Domain.Receives).
+func (s *Service) SetInbound(ctx context.Context, d Domain, on bool) (Domain, error) {
+	d, err := s.Current(ctx, d)
+	if err != nil {
+		return d, err
+	}
+	if on {
+		if err := d.CheckClaim(); err != nil {
+			return d, err
+		}
+	}
+	d.Inbound = on
+	return d, s.store.UpdateDomain(ctx, d)
+}
+
+// InboundMXHost is the host the MX record of an inbound domain names; ""
+// when none is configured.
+func (s *Service) InboundMXHost() string { return s.cfg.InboundMXHost }
+
+// Receiving returns the domain that takes mail for name: the verified
+// claim on it, with inbound on; NotFound otherwise (no such domain, not
+// verified, inbound off), never told apart.
+func (s *Service) Receiving(ctx context.Context, name string) (Domain, error) {
+	n, err := NormalizeName(name)
+	if err != nil {
+		return Domain{}, apperr.Errorf(apperr.NotFound, "no inbound domain %s", name)
+	}
+	all, err := s.store.DomainsByName(ctx, n)
+	if err != nil {
+		return Domain{}, err
+	}
+	for _, d := range all {
+		if d.Receives() {
+			return d, nil
+		}
+	}
+	return Domain{}, apperr.Errorf(apperr.NotFound, "no inbound domain %s", n)
 }
 
 // SetTrackingOptions replaces the tracking switches.

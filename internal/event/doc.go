@@ -4,7 +4,8 @@
 //
 // # Contract
 //
-//   - An Entry has one of eleven Types (a closed set, see Types). Entries
+//   - An Entry has one of twelve Types (a closed set, see Types): eleven
+//     for sent mail and Received for mail to inbound domains. Entries
 //     are append-only: nothing updates them; retention deletes the old ones.
 //   - Record stores a batch in one transaction and only then wakes the
 //     domain's followers. RecordTx does the same inside a caller's

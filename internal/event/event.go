@@ -22,11 +22,15 @@ const (
 	Opened        Type = "opened"         // tracking pixel loaded
 	Clicked       Type = "clicked"        // tracked link followed
 	Unsubscribed  Type = "unsubscribed"   // unsubscribe link or one-click
+	// Received is a message received for an inbound domain, with the
+	// routes that took it and what each action did (details.actions).
+	Received Type = "received"
 )
 
-var types = []Type{Queued, Send, Delivered, TemporaryFail, Deferred, PermanentFail, Bounced, Failed, Opened, Clicked, Unsubscribed}
+var types = []Type{Queued, Send, Delivered, TemporaryFail, Deferred, PermanentFail, Bounced, Failed, Opened, Clicked, Unsubscribed, Received}
 
-// Types returns the eleven event types.
+// Types returns the twelve event types: the eleven of sent mail, then
+// Received.
 func Types() []Type { return append([]Type(nil), types...) }
 
 // StreamTypes returns the types the stream endpoint filters on: all but
@@ -41,7 +45,7 @@ func StreamTypes() []Type {
 	return out
 }
 
-// Valid reports whether t is one of the eleven types.
+// Valid reports whether t is one of the twelve types.
 func (t Type) Valid() bool {
 	for _, v := range types {
 		if v == t {

@@ -19,6 +19,7 @@ type domainJSON struct {
 	TrackingDomain *string         `json:"tracking_domain"`
 	AuthDomain     *string         `json:"auth_domain"`
 	Tracking       domain.Tracking `json:"tracking"`
+	Inbound        inboundJSON     `json:"inbound"`
 	DKIMSelector   string          `json:"dkim_selector"`
 	DNSRecords     []domain.Record `json:"dns_records"`
 	Claim          claimJSON       `json:"claim"`
@@ -77,7 +78,7 @@ func (s *Server) domainView(d domain.Domain, recs []domain.Record) domainJSON {
 		Name: d.Name, Verified: d.Verified(), CreatedAt: timeJSON(d.CreatedAt),
 		Delivery: deliveryJSON{Mode: d.Delivery.Mode, Host: d.Delivery.Host, Port: d.Delivery.Port,
 			User: d.Delivery.User, PasswordSet: d.Delivery.Password != "", TLS: d.Delivery.TLS, Pool: d.Delivery.Pool},
-		TrackingDomain: optional(d.TrackingDomain), AuthDomain: optional(d.AuthDomain), Tracking: d.Tracking,
+		TrackingDomain: optional(d.TrackingDomain), AuthDomain: optional(d.AuthDomain), Tracking: d.Tracking, Inbound: s.inboundView(d),
 		DKIMSelector: d.DKIMSelector, DNSRecords: recs, Unreadable: d.Unreadable,
 		Claim: claimJSON{Status: d.ClaimStatus(), Reason: d.ClaimEnded}, RecordsChanged: d.RecordsChanged(),
 	}

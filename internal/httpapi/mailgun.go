@@ -392,6 +392,10 @@ func (s *Server) handleMailgunDomain(w http.ResponseWriter, r *http.Request, p a
 	for _, rec := range s.Domains.Records(d) {
 		m := map[string]any{"record_type": rec.Type, "name": rec.Name, "value": rec.Value, "valid": valid, "cached": []string{}}
 		if rec.Type == "MX" {
+			// Mailgun's shape: the preference apart from the host.
+			if pref, host, ok := strings.Cut(rec.Value, " "); ok {
+				m["priority"], m["value"] = pref, host
+			}
 			receiving = append(receiving, m)
 		} else {
 			sending = append(sending, m)

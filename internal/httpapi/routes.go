@@ -88,6 +88,14 @@ func (s *Server) routeTable() []route {
 		{method: "PUT", path: "/api/domains/{domain}/auth-domain", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetAuthDomain},
 		{method: "PUT", path: "/api/domains/{domain}/tracking", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetTrackingOptions},
 		{method: "PATCH", path: "/api/domains/{domain}/delivery", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetDelivery},
+		{method: "PATCH", path: "/api/domains/{domain}/inbound", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetInbound},
+
+		// Received mail a route stored (inbound.go): scope domains, as the
+		// routes that store it.
+		{method: "GET", path: "/api/domains/{domain}/inbound", group: groupDomain, scope: account.ScopeDomains, handler: s.handleListInbound},
+		{method: "GET", path: "/api/domains/{domain}/inbound/{id}", group: groupDomain, scope: account.ScopeDomains, handler: s.handleGetInbound},
+		{method: "GET", path: "/api/domains/{domain}/inbound/{id}/raw", group: groupDomain, scope: account.ScopeDomains, handler: s.handleGetInboundRaw},
+		{method: "GET", path: "/api/domains/{domain}/inbound/{id}/attachments/{n}", group: groupDomain, scope: account.ScopeDomains, handler: s.handleGetInboundAttachment},
 
 		{method: "POST", path: "/api/domains/{domain}/message", group: groupDomainLog, scope: account.ScopeSend, handler: s.handleSend,
 			maxBody: maxSendBody, faultsAsSuccess: true},

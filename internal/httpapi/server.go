@@ -17,6 +17,7 @@ import (
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/inboundroute"
 	"github.com/postline/postline/internal/ratelimit"
+	"github.com/postline/postline/internal/receiving"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/spool"
 	"github.com/postline/postline/internal/stats"
@@ -59,6 +60,8 @@ type Deps struct {
 	Stats *stats.Service
 	// InboundRoutes keeps the accounts' inbound routes.
 	InboundRoutes *inboundroute.Service
+	// Receiving keeps the messages routes stored for inbound domains.
+	Receiving *receiving.Service
 	// PublicURL is the service's public base URL (--public-url), for
 	// absolute links in answers; "" uses the request's host.
 	PublicURL string

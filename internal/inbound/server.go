@@ -2,6 +2,7 @@ package inbound
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +24,7 @@ import (
 // Config configures the Server. Zero values take the defaults.
 type Config struct {
 	Domain          string // greeting name; default "localhost"
-	MaxMessageBytes int64  // default 10 MiB
+	MaxMessageBytes int64  // SIZE; default 25 MiB
 	MaxRecipients   int    // per message; default 50
 	// VERPKey checks bounce addresses (the sending workers' key).
 	VERPKey []byte
@@ -42,6 +43,15 @@ type Config struct {
 	// the other doors; nil: a private one with the default budgets in the
 	// system's temporary directory.
 	Spool *spool.Spool
+	// Receiver takes mail for inbound domains (inbound.go); nil: only
+	// bounce and unsubscribe addresses are taken.
+	Receiver Receiver
+	// Limit takes one message to an inbound domain from the client
+	// address from its budget and reports whether it had room (nil: no
+	// bound).
+	Limit func(ctx context.Context, ip string) bool
+	// TLS offers STARTTLS when set (SetTLS sets it later).
+	TLS *tls.Config
 }
 
 // Server is a running inbound SMTP listener.
@@ -64,7 +74,7 @@ func New(cfg Config, st tracking.Store, events *event.Service) *Server {
 		cfg.Domain = "localhost"
 	}
 	if cfg.MaxMessageBytes <= 0 {
-		cfg.MaxMessageBytes = 10 << 20
+		cfg.MaxMessageBytes = 25 << 20
 	}
 	if cfg.MaxRecipients <= 0 {
 		cfg.MaxRecipients = 50
@@ -80,13 +90,13 @@ func New(cfg Config, st tracking.Store, events *event.Service) *Server {
 	}
 	s := &Server{cfg: cfg, store: st, events: events, done: make(chan struct{}), ready: make(chan struct{}),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "postline_inbound_messages_total",
-			Help: "Inbound SMTP outcomes per recipient: refused, message too large, and what its report was (recorded)."},
+			Help: "Inbound SMTP outcomes per recipient: refused, message too large, what a bounce report was, received for an inbound domain."},
 			[]string{"outcome"})}
 	if cfg.Registerer != nil {
 		cfg.Registerer.Register(s.messages) //nolint:errcheck // registered once per process
 	}
 	srv := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
-		return &session{s: s, remote: remoteIP(c), conn: connlimit.Of(c.Conn())}, nil
+		return &session{s: s, c: c, remote: remoteIP(c), conn: connlimit.Of(c.Conn())}, nil
 	}))
 	srv.Domain = cfg.Domain
 	srv.MaxMessageBytes = cfg.MaxMessageBytes
@@ -96,10 +106,14 @@ func New(cfg Config, st tracking.Store, events *event.Service) *Server {
 	// cannot express.
 	srv.WriteTimeout = time.Minute
 	srv.EnableSMTPUTF8 = true
+	srv.TLSConfig = cfg.TLS
 	srv.ErrorLog = log.New(io.Discard, "", 0)
 	s.srv = srv
 	return s
 }
+
+// SetTLS offers STARTTLS with c (nil: none); call it before Listen.
+func (s *Server) SetTLS(c *tls.Config) { s.srv.TLSConfig = c }
 
 // Listen starts serving on addr ("host:port").
 func (s *Server) Listen(addr string) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/postline/postline/internal/connlimit"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/message"
+	"github.com/postline/postline/internal/receiving"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/spool"
 	"github.com/postline/postline/internal/suppression"
@@ -29,15 +30,28 @@ type rcpt struct {
 
 type session struct {
 	s      *Server
+	c      *smtp.Conn
 	remote string
 	conn   *connlimit.Conn // nil when not from a bounded listener
 	from   string
 	rcpts  []rcpt
+	// inbound are the recipients at inbound domains (inbound.go): never
+	// in one transaction with bounce addresses.
+	inbound []receiving.Recipient
+	// afterData: the one inbound recipient is decided after DATA.
+	afterData bool
+	// counted: the transaction took its place in the client address's
+	// budget (--inbound-per-ip-per-minute).
+	counted bool
+	// closing: the session was told 421 and is being closed.
+	closing bool
 }
 
 var (
+	// One answer for an address of no domain here, of a domain that does
+	// not take mail, and one no route takes: the difference is not told.
 	errNoSuchUser = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1},
-		Message: "No such recipient here: this server takes bounces for the addresses it sends from"}
+		Message: "No such recipient here"}
 	errTryLater = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0},
 		Message: "Temporary local problem, try again later"}
 	errNeedRcpt = &smtp.SMTPError{Code: 503, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "RCPT first"}
@@ -52,18 +66,27 @@ var (
 		Message: "Message refused: it contains a bare CR (a CR not followed by LF) or a NUL"}
 )
 
-func (ss *session) Reset()        { ss.from, ss.rcpts = "", nil }
+func (ss *session) Reset() {
+	ss.from, ss.rcpts, ss.inbound, ss.afterData, ss.counted = "", nil, nil, false, false
+}
 func (ss *session) Logout() error { return nil }
 
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
+	if ss.closing {
+		return errRateLimited
+	}
 	ss.Reset()
 	ss.from = from // bounces come from the null sender; anything is fine
 	return nil
 }
 
 func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if ss.closing {
+		return errRateLimited
+	}
 	local, _, ok := strings.Cut(to, "@")
 	if !ok {
+		ss.s.count("rcpt_refused")
 		return errNoSuchUser
 	}
 	var id int64
@@ -72,9 +95,14 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 		id = d
 	} else if tok, ok := tracking.MailtoToken(ss.s.cfg.Signer, local); ok {
 		id, unsub = tok.DeliveryID, true
+	} else if ss.s.cfg.Receiver != nil {
+		return ss.rcptInbound(to)
 	} else {
 		ss.s.count("rcpt_refused")
 		return errNoSuchUser
+	}
+	if len(ss.inbound) > 0 {
+		return errOwnTransaction
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -101,6 +129,12 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 }
 
 func (ss *session) Data(r io.Reader) error {
+	if ss.closing {
+		return errRateLimited
+	}
+	if len(ss.inbound) > 0 {
+		return ss.dataInbound(r)
+	}
 	if len(ss.rcpts) == 0 {
 		return errNeedRcpt
 	}

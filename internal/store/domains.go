@@ -27,7 +27,7 @@ func NewDomains(db *DB, box *secret.Box) Domains { return Domains{db: db, box: b
 
 const domainCols = `id, account_id, name, created_at, verified_at, dkim_selector, dkim_key, dkim_public,
 	delivery_mode, smtp_host, smtp_port, smtp_user, smtp_password, smtp_tls, tracking_domain, auth_domain, track_opens, track_clicks, track_unsubscribe,
-	claim_expires_at, claim_ended, egress_pool, dns_checked_at, dns_check,
+	claim_expires_at, claim_ended, egress_pool, dns_checked_at, dns_check, inbound,
 	COALESCE((SELECT a.egress_pool FROM accounts a WHERE a.id = domains.account_id), '')`
 
 // CreateDomain implements domain.Store.
@@ -68,7 +68,7 @@ func (s Domains) scan(row interface{ Scan(...any) error }) (domain.Domain, error
 	err := row.Scan(&d.ID, &d.AccountID, &d.Name, &created, &verified, &d.DKIMSelector, &key, &d.DKIMPublicKey,
 		&d.Delivery.Mode, &d.Delivery.Host, &d.Delivery.Port, &d.Delivery.User, &password, &d.Delivery.TLS,
 		&d.TrackingDomain, &d.AuthDomain, &d.Tracking.Opens, &d.Tracking.Clicks, &d.Tracking.Unsubscribe,
-		&expires, &d.ClaimEnded, &d.Delivery.Pool, &checked, &check, &d.AccountPool)
+		&expires, &d.ClaimEnded, &d.Delivery.Pool, &checked, &check, &d.Inbound, &d.AccountPool)
 	if err != nil {
 		return d, err
 	}
@@ -142,11 +142,11 @@ func (s Domains) update(ctx context.Context, q Querier, d domain.Domain) error {
 	err := exec1(ctx, q, "domain", `UPDATE domains SET verified_at = $2, delivery_mode = $3, smtp_host = $4,
 		smtp_port = $5, smtp_user = $6, smtp_password = $7, smtp_tls = $8, tracking_domain = $9, auth_domain = $10,
 		track_opens = $11, track_clicks = $12, track_unsubscribe = $13, claim_expires_at = $14, claim_ended = $15,
-		egress_pool = $16
+		egress_pool = $16, inbound = $17
 		WHERE id = $1`,
 		d.ID, msPtr(d.VerifiedAt), d.Delivery.Mode, d.Delivery.Host, d.Delivery.Port, d.Delivery.User,
 		s.sealPassword(d.Delivery.Password), d.Delivery.TLS, d.TrackingDomain, d.AuthDomain,
-		b2i(d.Tracking.Opens), b2i(d.Tracking.Clicks), b2i(d.Tracking.Unsubscribe), msPtr(d.ClaimExpiresAt), d.ClaimEnded, d.Delivery.Pool)
+		b2i(d.Tracking.Opens), b2i(d.Tracking.Clicks), b2i(d.Tracking.Unsubscribe), msPtr(d.ClaimExpiresAt), d.ClaimEnded, d.Delivery.Pool, b2i(d.Inbound))
 	if isUnique(err) {
 		return apperr.Errorf(apperr.Conflict, "a name of domain %s is verified by another account", d.Name)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/dnsclient"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/secret"
 	"github.com/postline/postline/internal/store"
@@ -120,6 +121,10 @@ func (r noRecords) LookupTXT(context.Context, string) ([]string, error) {
 func (r noRecords) LookupCNAME(ctx context.Context, name string) (string, error) {
 	_, err := r.LookupTXT(ctx, name)
 	return "", err
+}
+func (r noRecords) LookupMX(ctx context.Context, name string) ([]dnsclient.MX, error) {
+	_, err := r.LookupTXT(ctx, name)
+	return nil, err
 }
 
 // testVerifyWritesVerificationOnly: a verification that fails (or succeeds)

@@ -21,7 +21,7 @@ type Webhook struct {
 	DomainID   int64
 	URL        string
 	Secret     string       // plain in memory; sealed at rest; shown once
-	EventTypes []event.Type // empty: every type
+	EventTypes []event.Type // empty: every type of sent mail (received only when named)
 	CreatedAt  time.Time
 
 	Cursor        int64     // id of the last log entry dealt with
@@ -57,9 +57,16 @@ func (w Webhook) Receives(en event.Entry) bool {
 	return w.Wants(en.Type)
 }
 
-// Wants reports whether the webhook receives entries of type t.
+// Wants reports whether the webhook receives entries of type t. A
+// webhook that names no types gets every type of sent mail; received mail
+// only when it names received, so that endpoints written for the sending
+// log (made before inbound existed) are not sent a kind they never asked
+// for.
 func (w Webhook) Wants(t event.Type) bool {
-	return len(w.EventTypes) == 0 || slices.Contains(w.EventTypes, t)
+	if len(w.EventTypes) == 0 {
+		return t != event.Received
+	}
+	return slices.Contains(w.EventTypes, t)
 }
 
 // Store is the storage of webhooks. Missing rows are apperr.NotFound.

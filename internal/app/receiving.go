@@ -1,0 +1,85 @@
+package app
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"os"
+	"time"
+
+	"github.com/postline/postline/internal/receiving"
+	"github.com/postline/postline/internal/store"
+	"github.com/postline/postline/internal/tlscert"
+)
+
+// openReceiving builds the receiving side of inbound domains: what the
+// inbound listener hands mail for them to, and what the API and console
+// read stored messages from.
+func (a *App) openReceiving() {
+	cfg := a.Config
+	a.Receiving = receiving.NewService(receiving.Config{AuthservID: a.authservID(), Retention: cfg.InboundRetention,
+		StoreBytesPerAccount: cfg.InboundStoreBytesPerAccount, Logger: a.Logger},
+		receiving.Deps{Domains: a.Domains, Routes: a.Routes, Store: store.NewInboundMessages(a.DB), Resolver: a.Resolver, Events: a.Events})
+}
+
+// authservID names this server in the Authentication-Results and Received
+// fields of received mail: the MX host inbound domains publish, else the
+// EHLO name, else the host name.
+func (a *App) authservID() string {
+	host, _ := os.Hostname()
+	return cmp.Or(a.Config.EffectiveInboundMXHost(), a.Config.HeloName, host, "localhost")
+}
+
+// inboundLimit takes one message to an inbound domain from a client
+// address's budget (--inbound-per-ip-per-minute; IPv6 by its /64). A
+// counter that fails lets the message in: the listener's connection
+// bounds still hold.
+func (a *App) inboundLimit(ctx context.Context, ip string) bool {
+	r, err := a.Limiter.Allow(ctx, "inbound:"+addressKey(ip), a.Config.InboundPerIPPerMinute, time.Minute)
+	return err != nil || r.Allowed
+}
+
+// inboundTLS is the STARTTLS configuration of the inbound listener with
+// --tls-cert and --tls-key, reloaded when the files change; nil without
+// them (no STARTTLS offered).
+func (a *App) inboundTLS() (*tls.Config, error) {
+	if a.Config.TLSCert == "" {
+		return nil, nil
+	}
+	certs, err := tlscert.New(a.Config.TLSCert, a.Config.TLSKey)
+	if err != nil {
+		return nil, err
+	}
+	certs.OnError = func(err error) {
+		a.Logger.Error("new TLS certificate not loaded; the previous one stays", "error", err)
+	}
+	return certs.Config(), nil
+}
+
+// startInbound starts the inbound listener (when configured) with
+// STARTTLS, and the retention of stored messages; stop ends both.
+func (a *App) startInbound(ctx context.Context) (stop func(), err error) {
+	pruner := a.Receiving.NewPruner()
+	if err := pruner.Start(ctx); err != nil {
+		return nil, err
+	}
+	if a.Inbound == nil {
+		return pruner.Stop, nil
+	}
+	tc, err := a.inboundTLS()
+	if err != nil {
+		pruner.Stop()
+		return nil, err
+	}
+	a.Inbound.SetTLS(tc)
+	if err := a.Inbound.Listen(a.Config.SMTPListen); err != nil {
+		pruner.Stop()
+		return nil, err
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownTimeout)
+		defer cancel()
+		a.Inbound.Shutdown(sctx) //nolint:errcheck // shutting down anyway
+		pruner.Stop()
+	}, nil
+}

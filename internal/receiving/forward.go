@@ -1,0 +1,71 @@
+package receiving
+
+import (
+	"context"
+
+	"github.com/postline/postline/internal/inboundroute"
+)
+
+// Forwarder carries out what a route asks beyond storing: forward(URL),
+// forward(address) and store(notify=URL)'s notification. It is the seam
+// the forwarding side plugs into: Receive calls it for each recipient with
+// the actions of those kinds, after the message is authenticated and
+// evaluated and before anything is recorded, and writes the outcomes it
+// returns into the recipient's `received` log entry. An error refuses the
+// whole message for now (451) with nothing recorded, so a Forwarder that
+// queues durably may fail safely; one that returns must have taken
+// responsibility for what it reports as taken.
+type Forwarder interface {
+	Forward(ctx context.Context, h Handoff) ([]ActionOutcome, error)
+}
+
+// Handoff is one recipient's message and the actions handed on.
+type Handoff struct {
+	AccountID, DomainID int64
+	Recipient           string
+	Envelope            Envelope
+	// Raw is the message as delivered onwards: our Authentication-Results
+	// and Received fields on top.
+	Raw []byte
+	// StoredID is the id of the recipient's stored copy when a store()
+	// ran (for a notification's message URL), else "".
+	StoredID string
+	// Actions are forwards and stores with a Notify URL, in order. A
+	// store's own storing is done; only its notification is handed on.
+	Actions []inboundroute.Action
+}
+
+// ActionOutcome is what became of one handed-on action: Outcome is
+// "unsupported", or what the Forwarder reports ("queued", say); Reason
+// says why in words.
+type ActionOutcome struct {
+	Outcome string
+	Reason  string
+}
+
+// Outcome values Receive itself writes.
+const (
+	OutcomeStored      = "stored"      // store(): kept
+	OutcomeSkipped     = "skipped"     // the captures made the destination invalid
+	OutcomeDone        = "done"        // stop(): no later route
+	OutcomeUnsupported = "unsupported" // not carried out by this server yet
+)
+
+// Unsupported is the Forwarder this release has: forwards and
+// notifications are not carried out, and each one's outcome says so. The
+// message is accepted all the same (other actions ran, and the log
+// entry shows what did not), never dropped without a trace.
+type Unsupported struct{}
+
+// Forward implements Forwarder.
+func (Unsupported) Forward(_ context.Context, h Handoff) ([]ActionOutcome, error) {
+	out := make([]ActionOutcome, len(h.Actions))
+	for i, a := range h.Actions {
+		reason := "forward actions are not carried out yet"
+		if a.Kind == inboundroute.KindStore {
+			reason = "store notifications are not sent yet"
+		}
+		out[i] = ActionOutcome{Outcome: OutcomeUnsupported, Reason: reason}
+	}
+	return out, nil
+}
