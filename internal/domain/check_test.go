@@ -3,6 +3,7 @@ package domain
 import (
 	"bytes"
 	"context"
+	"github.com/postline/postline/internal/dnsclient"
 	"log/slog"
 	"strings"
 	"testing"
@@ -37,7 +38,8 @@ func (spfOnly) LookupTXT(_ context.Context, name string) ([]string, error) {
 	}
 	return nil, nil
 }
-func (spfOnly) LookupCNAME(context.Context, string) (string, error) { return "", nil }
+func (spfOnly) LookupCNAME(context.Context, string) (string, error)      { return "", nil }
+func (spfOnly) LookupMX(context.Context, string) ([]dnsclient.MX, error) { return nil, nil }
 
 // A failed check of a verified domain leaves it verified, and is logged
 // (naming the records) and counted.
