@@ -96,7 +96,7 @@ func mgStatRange(q url.Values, now time.Time, res *stats.Resolution, fe apperr.F
 		if v := q.Get(name); v != "" {
 			t, err := mgTime(v)
 			if err != nil {
-				fe.Add(name, "The "+name+" must be Unix seconds or an RFC 2822 date.")
+				fe.Add(name, mgTimeProblem(name))
 			}
 			*dst = t
 		}
