@@ -254,7 +254,10 @@ func (e Events) trackTags(ctx context.Context, uses map[tagRef]tagUse) error {
 		for i, r := range refs[:n] {
 			names[i] = r.tag
 		}
-		known := e.knownTags(ctx, domain, names)
+		known, err := e.knownTags(ctx, domain, names)
+		if err != nil {
+			return notFound(err, "tags")
+		}
 		room, counted := true, false
 		for _, r := range refs[:n] {
 			u := uses[r]
@@ -264,7 +267,10 @@ func (e Events) trackTags(ctx context.Context, uses map[tagRef]tagUse) error {
 				}
 			} else {
 				if !counted {
-					room, counted = e.db.hasTagRoom(ctx, domain), true
+					if room, err = e.db.hasTagRoom(ctx, e.tagReader(), domain); err != nil {
+						return notFound(err, "tags")
+					}
+					counted = true
 				}
 				if !room {
 					continue // a full domain's new tag is not tracked
@@ -283,14 +289,23 @@ func (e Events) trackTags(ctx context.Context, uses map[tagRef]tagUse) error {
 	return nil
 }
 
-// knownTags returns the last use of the domain's tags among names, read on
-// the pool (the recording transaction may be a pipeline, which cannot
-// read). A tag may be added or deleted meanwhile: the statements that
-// write decide in SQL. A failed read knows none, and every tag is tried as
-// new (the statements' own checks keep that right). One probe of the key
-// per name: PostgreSQL's generic plan of "tag = ANY($2)" read all of a
-// domain's tags (4,000 rows at the bound) and filtered them.
-func (e Events) knownTags(ctx context.Context, domainID int64, names []string) map[string]int64 {
+// tagReader is where trackTags reads: the recording transaction, or the
+// pool when that is a pipeline, which cannot read and holds no connection
+// while it is built (a transaction holds one: reading on the pool from as
+// many transactions as the pool has connections would wait forever).
+func (e Events) tagReader() Querier {
+	if _, ok := e.q.(*pipeline); ok {
+		return e.db.rd
+	}
+	return e.q
+}
+
+// knownTags returns the last use of the domain's tags among names, read
+// with tagReader. A tag may be added or deleted meanwhile: the statements
+// that write decide in SQL. One probe of the key per name: PostgreSQL's
+// generic plan of "tag = ANY($2)" read all of a domain's tags (4,000 rows
+// at the bound) and filtered them.
+func (e Events) knownTags(ctx context.Context, domainID int64, names []string) (map[string]int64, error) {
 	query, list := `SELECT n.tag, (SELECT t.last_seen FROM tags t WHERE t.domain_id = $1 AND t.tag = n.tag)
 		FROM unnest($2::text[]) AS n(tag)`, any(names)
 	if e.db.Dialect == SQLite {
@@ -298,26 +313,23 @@ func (e Events) knownTags(ctx context.Context, domainID int64, names []string) m
 		query, list = `SELECT n.value, (SELECT t.last_seen FROM tags t WHERE t.domain_id = $1 AND t.tag = n.value)
 		FROM json_each($2) AS n`, string(b)
 	}
-	rows, err := e.db.rd.QueryContext(ctx, query, domainID, list)
+	rows, err := e.tagReader().QueryContext(ctx, query, domainID, list)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	defer rows.Close()
 	out := make(map[string]int64, len(names))
 	for rows.Next() {
 		var tag string
 		var last sql.NullInt64
-		if rows.Scan(&tag, &last) != nil {
-			return nil
+		if err := rows.Scan(&tag, &last); err != nil {
+			return nil, err
 		}
 		if last.Valid {
 			out[tag] = last.Int64
 		}
 	}
-	if rows.Err() != nil {
-		return nil
-	}
-	return out
+	return out, rows.Err()
 }
 
 // upsertTagStats adds agg (keys with tags) to the tracked tags' counts,

@@ -26,32 +26,31 @@ type tagRoom struct {
 }
 
 // hasTagRoom reports whether the domain may have room for a new tag: false
-// when it was counted full within tagRoomTTL, else it counts, on the read
-// pool (the recording transaction may be a pipeline, which cannot read).
-// A failed count says yes: the insert's own check decides.
-func (db *DB) hasTagRoom(ctx context.Context, domainID int64) bool {
+// when it was counted full within tagRoomTTL, else it counts with q (see
+// Events.tagReader).
+func (db *DB) hasTagRoom(ctx context.Context, q Querier, domainID int64) (bool, error) {
 	now := time.Now()
 	db.tagRoom.mu.Lock()
 	full, ok := db.tagRoom.full[domainID]
 	db.tagRoom.mu.Unlock()
 	if ok && now.Sub(full) < tagRoomTTL {
-		return false
+		return false, nil
 	}
 	var n int
-	if err := db.rd.QueryRowContext(ctx, `SELECT count(*) FROM tags WHERE domain_id = $1`, domainID).Scan(&n); err != nil {
-		return true
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM tags WHERE domain_id = $1`, domainID).Scan(&n); err != nil {
+		return false, err
 	}
 	db.tagRoom.mu.Lock()
 	defer db.tagRoom.mu.Unlock()
 	if n < stats.MaxTagsPerDomain {
 		delete(db.tagRoom.full, domainID)
-		return true
+		return true, nil
 	}
 	if db.tagRoom.full == nil {
 		db.tagRoom.full = map[int64]time.Time{}
 	}
 	db.tagRoom.full[domainID] = now
-	return false
+	return false, nil
 }
 
 // forgetTagRoom forgets that the domain (every domain with 0) was full,

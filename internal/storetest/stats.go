@@ -386,3 +386,50 @@ func testTagBoundCost(t *testing.T, db *store.DB) {
 		t.Errorf("100 recordings with 10 untracked tags took %v, with 10 tracked %v; want at most twice as long", untracked, tracked)
 	}
 }
+
+// testTagsConcurrently: recordings of tagged entries from more
+// transactions at once than PostgreSQL's pool has connections (20) all
+// finish, each tag tracked once with every use counted. Reading the tags
+// on the pool from inside the recording transactions waited for
+// connections those transactions held.
+func testTagsConcurrently(t *testing.T, db *store.DB) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, d := NewDomainRow(t, db, "alice", "alice.example")
+	ev, st := store.NewEvents(db), store.NewStats(db)
+	at := time.Now()
+	const writers, each = 40, 5
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			for i := range each {
+				tags := fmt.Sprintf("shared,writer-%d,use-%d", w, i)
+				if err := ev.Insert(ctx, []event.Entry{statEntry(d.ID, event.Delivered, `{}`, tags, at)}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatalf("a recording: %v", err)
+		}
+	}
+	counts, err := st.Counts(ctx, []int64{d.ID}, "shared", at.Add(-time.Hour), at.Add(time.Hour), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, c := range counts {
+		n += c[mailgun.StatDelivered]
+	}
+	list, err := st.ListTags(ctx, d.ID, stats.TagPage{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != writers*each || len(list) != 1+writers+each {
+		t.Errorf("shared counted %d times, %d tags; want %d and %d", n, len(list), writers*each, 1+writers+each)
+	}
+}
