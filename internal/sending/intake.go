@@ -148,7 +148,7 @@ func readInstructions(h textproto.Header, p *RawPrepared) error {
 	if len(p.Tags) > maxRawTags {
 		return rawError("At most 10 X-Postline-Tag values")
 	}
-	if bad := TagsProblem(strings.Join(p.Tags, ",")); bad != "" {
+	if bad := tagsProblem(strings.Join(p.Tags, ",")); bad != "" {
 		return rawError("X-Postline-Tag: " + bad)
 	}
 	p.Track = strings.ToLower(strings.ReplaceAll(h.Get("X-Postline-Track"), " ", ""))

@@ -47,7 +47,7 @@ func (s *Service) AcceptRaw(ctx context.Context, d domain.Domain, accountID int6
 	if len(m.Recipients) > lim.MaxRecipients {
 		return Accepted{}, apperr.Field("to", fmt.Sprintf("at most %d recipients", lim.MaxRecipients))
 	}
-	if bad := TagsProblem(m.Tags); bad != "" {
+	if bad := tagsProblem(m.Tags); bad != "" {
 		return Accepted{}, apperr.Field("tags", bad)
 	}
 	if !d.Verified() {

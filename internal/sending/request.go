@@ -213,11 +213,11 @@ func validate(r Request, domainName string, lim Limits) (checked, error) {
 // maxTagsLength bounds a message's tags, comma-separated, on every door.
 const maxTagsLength = 255
 
-// TagsProblem says what is wrong with a message's tags (comma-separated),
+// tagsProblem says what is wrong with a message's tags (comma-separated),
 // "" when nothing is: raw sends (messages.mime, SMTP submission) take them
 // from their own fields, which must keep the API's rules. The log and the
 // stats keep them, and PostgreSQL refuses NUL and invalid UTF-8.
-func TagsProblem(tags string) string {
+func tagsProblem(tags string) string {
 	if len(tags) > maxTagsLength || !utf8.ValidString(tags) || strings.ContainsFunc(tags, unicode.IsControl) {
 		return fmt.Sprintf("The tags must be one line of at most %d characters of UTF-8 without control characters.", maxTagsLength)
 	}
