@@ -447,6 +447,9 @@ func (s *Server) handleMailgunMIME(w http.ResponseWriter, r *http.Request, p acc
 				}
 			}
 		case "o:tag":
+			if len(form[name]) > 10 {
+				fe.Add("o:tag", "At most 10 o:tag values.")
+			}
 			m.Tags = strings.Join(form[name], ",")
 		case "o:deliverytime":
 			t, err := mail.ParseDate(v)

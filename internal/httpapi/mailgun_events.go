@@ -3,6 +3,8 @@ package httpapi
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/mail"
 	"net/url"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
@@ -90,6 +93,20 @@ func parseMGCursor(tok string) (mgCursor, error) {
 	return c, nil
 }
 
+// checkFilters refuses filters the log cannot be asked for, from the
+// query or a page token alike: as the log's own filters, bounded and
+// without NUL, and UTF-8 (PostgreSQL fails a query on NUL or invalid
+// UTF-8 in a parameter).
+func (c mgCursor) checkFilters() error {
+	fe := apperr.FieldErrors{}
+	for name, v := range map[string]string{"recipient": c.Rcpt, "tags": c.Tag, "message-id": c.MsgID} {
+		if len(v) > maxFilterLen || !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			fe.Add(name, fmt.Sprintf("The %s filter must be at most %d characters of UTF-8 without NUL characters.", name, maxFilterLen))
+		}
+	}
+	return fe.Err()
+}
+
 // mgEventParams reads the query of GET /v3/{domain}/events.
 func mgEventParams(q url.Values) (mgCursor, error) {
 	c := mgCursor{Limit: mgEventsDefault}
@@ -106,7 +123,7 @@ func mgEventParams(q url.Values) (mgCursor, error) {
 		if v := q.Get(name); v != "" {
 			t, err := mgTime(v)
 			if err != nil {
-				fe.Add(name, "The "+name+" must be Unix seconds or an RFC 2822 date.")
+				fe.Add(name, mgTimeProblem(name))
 			}
 			*dst = t
 		}
@@ -150,12 +167,34 @@ func mgEventParams(q url.Values) (mgCursor, error) {
 	return c, fe.Err()
 }
 
-// mgTime reads Unix seconds (fractional) or an RFC 2822 date.
+// mgTimeMax is the last second mgTime takes (9999-12-31T23:59:59Z): the
+// last an RFC 2822 date can write, and far from the int64 milliseconds the
+// store compares.
+const mgTimeMax = 253402300799
+
+// errMGTime is mgTime's refusal, which callers word with mgTimeProblem.
+var errMGTime = errors.New("out of range")
+
+// mgTimeProblem words mgTime's refusal for the parameter name.
+func mgTimeProblem(name string) string {
+	return fmt.Sprintf("The %s must be Unix seconds from 0 to %d or an RFC 2822 date in years 1970 to 9999.", name, int64(mgTimeMax))
+}
+
+// mgTime reads Unix seconds (fractional) or an RFC 2822 date, from the
+// epoch to the end of year 9999: NaN, infinities and larger numbers would
+// wrap around in the conversion to milliseconds.
 func mgTime(v string) (time.Time, error) {
 	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if !(f >= 0 && f <= mgTimeMax) { // NaN fails both
+			return time.Time{}, errMGTime
+		}
 		return time.UnixMilli(int64(f * 1000)), nil
 	}
-	return mail.ParseDate(v)
+	t, err := mail.ParseDate(v)
+	if err != nil || t.Unix() < 0 || t.Unix() > mgTimeMax {
+		return time.Time{}, errMGTime
+	}
+	return t, nil
 }
 
 // handleMailgunEvents is GET /v3/{domain}/events and, with {token}, a page
@@ -171,6 +210,9 @@ func (s *Server) handleMailgunEvents(w http.ResponseWriter, r *http.Request, p a
 		c, err = parseMGCursor(tok)
 	} else {
 		c, err = mgEventParams(r.URL.Query())
+	}
+	if err == nil {
+		err = c.checkFilters()
 	}
 	if err != nil {
 		return err

@@ -1,8 +1,12 @@
 package httpapi
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -67,22 +71,35 @@ func mgStatsParams(q url.Values, now time.Time) (mgStatsQuery, error) {
 }
 
 // mgStatEvents reads the event values (each may also list several,
-// comma-separated); none is Mailgun's 400.
+// comma-separated); none is Mailgun's 400. Unknown ones are named once,
+// the first with how many more: a URL of thousands would otherwise be
+// answered with ten times its bytes.
 func mgStatEvents(values []string, fe apperr.FieldErrors) []string {
 	var events []string
+	var unknown string
+	others := 0
 	for _, v := range values {
 		for _, e := range strings.Split(v, ",") {
 			e = strings.ToLower(strings.TrimSpace(e))
 			switch {
 			case e == "" || slices.Contains(events, e):
 			case !slices.Contains(mailgun.StatEvents, e):
-				fe.Add("event", fmt.Sprintf("Unknown event %q; the events are %s.", e, strings.Join(mailgun.StatEvents, ", ")))
+				if unknown == "" {
+					unknown = e
+				} else if e != unknown {
+					others++
+				}
 			default:
 				events = append(events, e)
 			}
 		}
 	}
-	if len(events) == 0 && len(fe["event"]) == 0 {
+	switch {
+	case unknown != "" && others > 0:
+		fe.Add("event", fmt.Sprintf("Unknown event %q and %d more; the events are %s.", unknown, others, strings.Join(mailgun.StatEvents, ", ")))
+	case unknown != "":
+		fe.Add("event", fmt.Sprintf("Unknown event %q; the events are %s.", unknown, strings.Join(mailgun.StatEvents, ", ")))
+	case len(events) == 0:
 		fe.Add("event", "Missing mandatory parameter: event (one or more of "+strings.Join(mailgun.StatEvents, ", ")+").")
 	}
 	return events
@@ -96,7 +113,7 @@ func mgStatRange(q url.Values, now time.Time, res *stats.Resolution, fe apperr.F
 		if v := q.Get(name); v != "" {
 			t, err := mgTime(v)
 			if err != nil {
-				fe.Add(name, "The "+name+" must be Unix seconds or an RFC 2822 date.")
+				fe.Add(name, mgTimeProblem(name))
 			}
 			*dst = t
 		}
@@ -144,19 +161,68 @@ func mgDurationBack(end time.Time, n int, r stats.Resolution) time.Time {
 // mgStatsTime is Mailgun's date in stats answers: RFC 2822, UTC.
 func mgStatsTime(t time.Time) string { return t.UTC().Format("Mon, 02 Jan 2006 15:04:05 MST") }
 
-// mgStatsAnswer is the stats of the domains (for tag, or all with "")
-// over q's buckets, in Mailgun's shape.
-func (s *Server) mgStatsAnswer(ctx context.Context, domainIDs []int64, tag string, q mgStatsQuery) (map[string]any, error) {
+// mgStatsAnswer is a stats answer: fields such as start and end, then
+// the buckets.
+type mgStatsAnswer struct {
+	fields map[string]string
+	q      mgStatsQuery
+	totals []map[string]int64 // by bucket, then stat key
+}
+
+// mgStats reads the stats of the domains (for tag, or all with "") over
+// q's buckets.
+func (s *Server) mgStats(ctx context.Context, domainIDs []int64, tag string, q mgStatsQuery) (mgStatsAnswer, error) {
 	totals, err := s.Stats.Totals(ctx, domainIDs, tag, q.res, q.starts)
 	if err != nil {
-		return nil, err
+		return mgStatsAnswer{}, err
 	}
-	items := make([]map[string]any, len(q.starts))
-	for i, t := range q.starts {
-		items[i] = mailgun.StatBucket(mgStatsTime(t), totals[i], q.events)
+	return mgStatsAnswer{q: q, totals: totals, fields: map[string]string{"start": mgStatsTime(q.starts[0]),
+		"end": mgStatsTime(q.starts[len(q.starts)-1]), "resolution": string(q.res)}}, nil
+}
+
+// write sends the answer in Mailgun's shape a bucket at a time: 1,000
+// buckets of every event are ~480 KB of JSON, which built whole (as maps)
+// cost ~13 times that in memory per request, and a client may ask for
+// them as fast as its rate limit lets it. Write errors are the client's
+// going away: the bufio.Writer keeps the first and writes no more.
+func (a mgStatsAnswer) write(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 16<<10)
+	var one bytes.Buffer
+	enc := json.NewEncoder(&one)
+	enc.SetEscapeHTML(false)
+	put := func(prefix string, v any) {
+		one.Reset()
+		enc.Encode(v)                                         //nolint:errcheck // strings and buckets always encode
+		bw.WriteString(prefix)                                //nolint:errcheck
+		bw.Write(bytes.TrimSuffix(one.Bytes(), []byte("\n"))) //nolint:errcheck
 	}
-	return map[string]any{"start": mgStatsTime(q.starts[0]), "end": mgStatsTime(q.starts[len(q.starts)-1]),
-		"resolution": string(q.res), "stats": items}, nil
+	// The keys in name order, as a map encodes, the stats among them.
+	keys := slices.Sorted(maps.Keys(a.fields))
+	split, _ := slices.BinarySearch(keys, "stats")
+	sep := "{"
+	for _, k := range keys[:split] {
+		put(sep, k)
+		put(":", a.fields[k])
+		sep = ","
+	}
+	bw.WriteString(sep + `"stats":[`) //nolint:errcheck
+	for i, t := range a.q.starts {
+		sep = ","
+		if i == 0 {
+			sep = ""
+		}
+		put(sep, mailgun.StatBucket(mgStatsTime(t), a.totals[i], a.q.events))
+	}
+	bw.WriteString("]") //nolint:errcheck
+	for _, k := range keys[split:] {
+		put(",", k)
+		put(":", a.fields[k])
+	}
+	bw.WriteString("}\n") //nolint:errcheck
+	bw.Flush()            //nolint:errcheck
 }
 
 // handleMGDomainStats is GET /v3/{domain}/stats/total.
@@ -169,11 +235,11 @@ func (s *Server) handleMGDomainStats(w http.ResponseWriter, r *http.Request, p a
 	if err != nil {
 		return err
 	}
-	out, err := s.mgStatsAnswer(r.Context(), []int64{d.ID}, "", q)
+	out, err := s.mgStats(r.Context(), []int64{d.ID}, "", q)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	out.write(w)
 	return nil
 }
 
@@ -194,10 +260,10 @@ func (s *Server) handleMGAccountStats(w http.ResponseWriter, r *http.Request, p 
 			ids = append(ids, d.ID)
 		}
 	}
-	out, err := s.mgStatsAnswer(r.Context(), ids, "", q)
+	out, err := s.mgStats(r.Context(), ids, "", q)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	out.write(w)
 	return nil
 }

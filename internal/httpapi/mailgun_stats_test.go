@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -54,5 +55,24 @@ func TestMGStatsParams(t *testing.T) {
 		} else if (field == "duration" && strings.HasSuffix(query, "1001h")) && !strings.Contains(e.Fields[field][0], "1000") {
 			t.Errorf("%q: %q does not name the limit", query, e.Fields[field][0])
 		}
+	}
+}
+
+// Thousands of unknown events are named once, the first with a count: a
+// 59 KB URL of them was answered with 600 KB, a message per value.
+func TestMGStatsUnknownEvents(t *testing.T) {
+	t.Parallel()
+	q := url.Values{}
+	for i := range 5000 {
+		q.Add("event", fmt.Sprintf("x%d", i))
+	}
+	q.Add("event", "accepted,X0") // the first again: not another
+	_, err := mgStatsParams(q, time.Now())
+	e, ok := apperr.As(err)
+	if !ok || len(e.Fields["event"]) != 1 {
+		t.Fatalf("5,000 unknown events: %v", err)
+	}
+	if msg := e.Fields["event"][0]; len(msg) > 200 || !strings.Contains(msg, `"x0" and 4999 more`) {
+		t.Errorf("5,000 unknown events: %q; want the first named and the others counted", msg)
 	}
 }

@@ -209,11 +209,11 @@ func (s *Server) handleMGTagStats(w http.ResponseWriter, r *http.Request, p acco
 	if err != nil {
 		return err
 	}
-	out, err := s.mgStatsAnswer(r.Context(), []int64{d.ID}, t.Name, q)
+	out, err := s.mgStats(r.Context(), []int64{d.ID}, t.Name, q)
 	if err != nil {
 		return err
 	}
-	out["tag"], out["description"] = t.Name, t.Description
-	writeJSON(w, http.StatusOK, out)
+	out.fields["tag"], out.fields["description"] = t.Name, t.Description
+	out.write(w)
 	return nil
 }

@@ -148,6 +148,9 @@ func readInstructions(h textproto.Header, p *RawPrepared) error {
 	if len(p.Tags) > maxRawTags {
 		return rawError("At most 10 X-Postline-Tag values")
 	}
+	if bad := tagsProblem(strings.Join(p.Tags, ",")); bad != "" {
+		return rawError("X-Postline-Tag: " + bad)
+	}
 	p.Track = strings.ToLower(strings.ReplaceAll(h.Get("X-Postline-Track"), " ", ""))
 	if p.Track != "" && p.Track != "none" {
 		for _, v := range strings.Split(p.Track, ",") {

@@ -47,6 +47,9 @@ func (s *Service) AcceptRaw(ctx context.Context, d domain.Domain, accountID int6
 	if len(m.Recipients) > lim.MaxRecipients {
 		return Accepted{}, apperr.Field("to", fmt.Sprintf("at most %d recipients", lim.MaxRecipients))
 	}
+	if bad := tagsProblem(m.Tags); bad != "" {
+		return Accepted{}, apperr.Field("tags", bad)
+	}
 	if !d.Verified() {
 		return Accepted{}, apperr.Errorf(apperr.Unprocessable, "Domain %s is not verified: publish its DNS records and verify it first.", d.Name)
 	}

@@ -203,11 +203,25 @@ func validate(r Request, domainName string, lim Limits) (checked, error) {
 		// After customHeaders, which refuses these names from senders.
 		maps.Copy(c.headers, own)
 	}
-	if len(r.Tags) > 255 || strings.ContainsFunc(r.Tags, unicode.IsControl) {
+	if len(r.Tags) > maxTagsLength || strings.ContainsFunc(r.Tags, unicode.IsControl) {
 		fe.Add("tags", "The tags must be one line of at most 255 characters without control characters.")
 	}
 	attachmentLimits(fe, r.Attachments, lim)
 	return c, fe.Err()
+}
+
+// maxTagsLength bounds a message's tags, comma-separated, on every door.
+const maxTagsLength = 255
+
+// tagsProblem says what is wrong with a message's tags (comma-separated),
+// "" when nothing is: raw sends (messages.mime, SMTP submission) take them
+// from their own fields, which must keep the API's rules. The log and the
+// stats keep them, and PostgreSQL refuses NUL and invalid UTF-8.
+func tagsProblem(tags string) string {
+	if len(tags) > maxTagsLength || !utf8.ValidString(tags) || strings.ContainsFunc(tags, unicode.IsControl) {
+		return fmt.Sprintf("The tags must be one line of at most %d characters of UTF-8 without control characters.", maxTagsLength)
+	}
+	return ""
 }
 
 // checkContent makes the checks the message build relies on: a subject of

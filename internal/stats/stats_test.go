@@ -2,6 +2,7 @@ package stats_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -114,5 +115,43 @@ func TestTagNames(t *testing.T) {
 	_, err := s.Tag(context.Background(), 1, strings.Repeat("x", 129))
 	if e, ok := apperr.As(err); !ok || e.Code != apperr.Invalid || len(e.Fields["tag"]) == 0 || !strings.Contains(e.Fields["tag"][0], "128") {
 		t.Errorf("a 129-character tag = %v", err)
+	}
+}
+
+// An entry's first 10 trackable tags are tracked (each of its recordings
+// writes every one); a tag no request could name (control characters,
+// not UTF-8) is not, and a request naming one is refused before the
+// store sees it (PostgreSQL fails on NUL and invalid UTF-8).
+func TestTagBounds(t *testing.T) {
+	t.Parallel()
+	var many []string
+	for i := range 12 {
+		many = append(many, fmt.Sprintf("t%02d", i))
+	}
+	got := stats.TagsOf("a\x00b,tab\tx,bad\xffbyte,ctl\x01," + strings.Join(many, ","))
+	if strings.Join(got, ",") != strings.Join(many[:10], ",") {
+		t.Errorf("TagsOf = %q; want the first 10 trackable: %q", got, many[:10])
+	}
+	s := stats.NewService(&fakeStore{tags: map[string]stats.Tag{}})
+	ctx := context.Background()
+	for _, name := range []string{"a\x00b", "tab\tx", "bad\xffbyte", "del\x7f"} {
+		checks := map[string]error{}
+		_, checks["Tag"] = s.Tag(ctx, 1, name)
+		_, checks["Describe"] = s.Describe(ctx, 1, name, "x")
+		checks["DeleteTag"] = s.DeleteTag(ctx, 1, name)
+		_, checks["Tags pivot"] = s.Tags(ctx, 1, stats.TagPage{Pivot: name, Dir: stats.Next, Limit: 10})
+		for call, err := range checks {
+			if e, ok := apperr.As(err); !ok || e.Code != apperr.Invalid || len(e.Fields["tag"]) == 0 || !strings.Contains(e.Fields["tag"][0], "control characters") {
+				t.Errorf("%s(%q) = %v; want invalid naming tag", call, name, err)
+			}
+		}
+		_, err := s.Tags(ctx, 1, stats.TagPage{Prefix: name, Limit: 10})
+		if e, ok := apperr.As(err); !ok || len(e.Fields["prefix"]) == 0 {
+			t.Errorf("Tags(prefix %q) = %v; want invalid naming prefix", name, err)
+		}
+	}
+	_, err := s.Describe(ctx, 1, "news", "a\x00b")
+	if e, ok := apperr.As(err); !ok || len(e.Fields["description"]) == 0 || !strings.Contains(e.Fields["description"][0], "NUL") {
+		t.Errorf("a description with NUL = %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/postline/postline/internal/apperr"
@@ -24,6 +25,10 @@ const (
 	// the inserting statement, so on PostgreSQL transactions adding new
 	// tags at once may pass it by a few.
 	MaxTagsPerDomain = 4000
+	// MaxTagsPerEntry is how many of an entry's tags are tracked: its
+	// first 10, as Mailgun's o:tag allows (the tags field's 255 characters
+	// could name a hundred).
+	MaxTagsPerEntry = 10
 	// MaxDescription bounds a tag's description.
 	MaxDescription = 1024
 	// LastSeenStep is how stale a tag's last use may be before a new use
@@ -60,32 +65,50 @@ type TagPage struct {
 }
 
 // TagsOf returns the tags an entry's tags field names that are tracked:
-// folded, trimmed, at most MaxTagLength characters, each once.
+// the first MaxTagsPerEntry of those that a request can name (TagName),
+// folded, each once. Every recording of an entry writes each of its
+// tags' rows, so their number is what a message costs each of its events.
 func TagsOf(raw string) []string {
 	if raw == "" {
 		return nil
 	}
 	var out []string
-	for _, t := range strings.Split(raw, ",") {
-		t = event.Fold(strings.TrimSpace(t))
-		if t == "" || utf8.RuneCountInString(t) > MaxTagLength || slices.Contains(out, t) {
+	for t := range strings.SplitSeq(raw, ",") {
+		if len(out) == MaxTagsPerEntry {
+			break
+		}
+		t = strings.TrimSpace(t)
+		if t == "" || badTagText(t) != "" {
 			continue
 		}
-		out = append(out, t)
+		if t = event.Fold(t); !slices.Contains(out, t) {
+			out = append(out, t)
+		}
 	}
 	return out
 }
 
 // TagName checks a tag named in a request and returns it folded.
 func TagName(name string) (string, error) {
-	name = event.Fold(strings.TrimSpace(name))
+	name = strings.TrimSpace(name)
 	if name == "" {
 		return "", apperr.Field("tag", "The tag is required.")
 	}
-	if utf8.RuneCountInString(name) > MaxTagLength {
-		return "", apperr.Field("tag", fmt.Sprintf("A tag has at most %d characters.", MaxTagLength))
+	if bad := badTagText(name); bad != "" {
+		return "", apperr.Field("tag", bad)
 	}
-	return name, nil
+	return event.Fold(name), nil
+}
+
+// badTagText says why s cannot be (part of) a tag, "" when it can: longer
+// than a tag, not UTF-8, or with control characters, which sends refuse
+// in tags. The database must never see those: PostgreSQL fails a query
+// with a NUL or invalid UTF-8 in a parameter.
+func badTagText(s string) string {
+	if utf8.RuneCountInString(s) > MaxTagLength || !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl) {
+		return fmt.Sprintf("A tag has at most %d characters of UTF-8 without control characters.", MaxTagLength)
+	}
+	return ""
 }
 
 // tagNotFound words a tag the domain does not have as Mailgun does.
@@ -98,6 +121,15 @@ func tagNotFound(err error) error {
 
 // Tags returns a page of the domain's tags.
 func (s *Service) Tags(ctx context.Context, domainID int64, p TagPage) ([]Tag, error) {
+	fe := apperr.FieldErrors{}
+	for field, v := range map[string]string{"prefix": p.Prefix, "tag": p.Pivot} {
+		if bad := badTagText(v); bad != "" {
+			fe.Add(field, bad)
+		}
+	}
+	if err := fe.Err(); err != nil {
+		return nil, err
+	}
 	p.Prefix = event.Fold(p.Prefix)
 	p.Pivot = event.Fold(p.Pivot)
 	return s.store.ListTags(ctx, domainID, p)
@@ -119,8 +151,8 @@ func (s *Service) Describe(ctx context.Context, domainID int64, name, descriptio
 	if err != nil {
 		return Tag{}, err
 	}
-	if utf8.RuneCountInString(description) > MaxDescription || !utf8.ValidString(description) {
-		return Tag{}, apperr.Field("description", fmt.Sprintf("The description is at most %d characters of UTF-8.", MaxDescription))
+	if utf8.RuneCountInString(description) > MaxDescription || !utf8.ValidString(description) || strings.ContainsRune(description, 0) {
+		return Tag{}, apperr.Field("description", fmt.Sprintf("The description is at most %d characters of UTF-8 without NUL characters.", MaxDescription))
 	}
 	if err := s.store.DescribeTag(ctx, domainID, name, description); err != nil {
 		return Tag{}, tagNotFound(err)

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,7 +130,9 @@ func (s Stats) DescribeTag(ctx context.Context, domainID int64, name, descriptio
 }
 
 // DeleteTag implements stats.Store: the tag and its counts, together.
+// Its place is free at once (forgetTagRoom).
 func (s Stats) DeleteTag(ctx context.Context, domainID int64, name string) error {
+	defer s.db.forgetTagRoom(domainID)
 	return s.db.InTx(ctx, func(q Querier) error {
 		if err := exec1(ctx, q, "tag", `DELETE FROM tags WHERE domain_id = $1 AND tag = $2`, domainID, name); err != nil {
 			return err
@@ -223,9 +227,11 @@ const (
 // trackTags adds the tags a domain does not have yet (within the bound)
 // and moves the last use of the others once it is stats.LastSeenStep
 // newer: a busy tag's row is written once a minute, not by every
-// recording transaction. Rows are visited in (domain, tag) order, as the
-// counts are, so that two transactions never wait on each other's rows
-// crosswise.
+// recording transaction. The domain's rows among the tags are read first,
+// on the pool (knownTags), so that a known tag costs no statement until
+// its last use is to move, and a full domain's new tags none (hasTagRoom).
+// Rows are written in (domain, tag) order, as the counts are, so that two
+// transactions never wait on each other's rows crosswise.
 func (e Events) trackTags(ctx context.Context, uses map[tagRef]tagUse) error {
 	refs := make([]tagRef, 0, len(uses))
 	for r := range uses {
@@ -239,17 +245,91 @@ func (e Events) trackTags(ctx context.Context, uses map[tagRef]tagUse) error {
 	})
 	insert, touch := e.execOne(ctx, insertTagOne), e.execOne(ctx, touchTagOne)
 	step := int64(stats.LastSeenStep / time.Millisecond)
-	for _, r := range refs {
-		u := uses[r]
-		if err := insert(r.domain, r.tag, u.first, u.last, stats.MaxTagsPerDomain); err != nil {
+	for len(refs) > 0 {
+		n := 1
+		for n < len(refs) && refs[n].domain == refs[0].domain {
+			n++
+		}
+		domain, names := refs[0].domain, make([]string, n)
+		for i, r := range refs[:n] {
+			names[i] = r.tag
+		}
+		known, err := e.knownTags(ctx, domain, names)
+		if err != nil {
 			return notFound(err, "tags")
 		}
-		// A tag just added has last_seen u.last: nothing to move.
-		if err := touch(r.domain, r.tag, u.last, u.last-step); err != nil {
-			return notFound(err, "tags")
+		room, counted := true, false
+		for _, r := range refs[:n] {
+			u := uses[r]
+			if last, ok := known[r.tag]; ok {
+				if last > u.last-step {
+					continue // recent enough
+				}
+			} else {
+				if !counted {
+					if room, err = e.db.hasTagRoom(ctx, e.tagReader(), domain); err != nil {
+						return notFound(err, "tags")
+					}
+					counted = true
+				}
+				if !room {
+					continue // a full domain's new tag is not tracked
+				}
+				if err := insert(r.domain, r.tag, u.first, u.last, stats.MaxTagsPerDomain); err != nil {
+					return notFound(err, "tags")
+				}
+			}
+			// A tag just added has last_seen u.last: nothing to move.
+			if err := touch(r.domain, r.tag, u.last, u.last-step); err != nil {
+				return notFound(err, "tags")
+			}
 		}
+		refs = refs[n:]
 	}
 	return nil
+}
+
+// tagReader is where trackTags reads: the recording transaction, or the
+// pool when that is a pipeline, which cannot read and holds no connection
+// while it is built (a transaction holds one: reading on the pool from as
+// many transactions as the pool has connections would wait forever).
+func (e Events) tagReader() Querier {
+	if _, ok := e.q.(*pipeline); ok {
+		return e.db.rd
+	}
+	return e.q
+}
+
+// knownTags returns the last use of the domain's tags among names, read
+// with tagReader. A tag may be added or deleted meanwhile: the statements
+// that write decide in SQL. One probe of the key per name: PostgreSQL's
+// generic plan of "tag = ANY($2)" read all of a domain's tags (4,000 rows
+// at the bound) and filtered them.
+func (e Events) knownTags(ctx context.Context, domainID int64, names []string) (map[string]int64, error) {
+	query, list := `SELECT n.tag, (SELECT t.last_seen FROM tags t WHERE t.domain_id = $1 AND t.tag = n.tag)
+		FROM unnest($2::text[]) AS n(tag)`, any(names)
+	if e.db.Dialect == SQLite {
+		b, _ := json.Marshal(names)
+		query, list = `SELECT n.value, (SELECT t.last_seen FROM tags t WHERE t.domain_id = $1 AND t.tag = n.value)
+		FROM json_each($2) AS n`, string(b)
+	}
+	rows, err := e.tagReader().QueryContext(ctx, query, domainID, list)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[string]int64, len(names))
+	for rows.Next() {
+		var tag string
+		var last sql.NullInt64
+		if err := rows.Scan(&tag, &last); err != nil {
+			return nil, err
+		}
+		if last.Valid {
+			out[tag] = last.Int64
+		}
+	}
+	return out, rows.Err()
 }
 
 // upsertTagStats adds agg (keys with tags) to the tracked tags' counts,
@@ -388,6 +468,9 @@ func (e Events) pruneTags(ctx context.Context, cut int64, batch int) (int, error
 	})
 	if err != nil {
 		return 0, notFound(err, "tags")
+	}
+	if len(gone) > 0 {
+		e.db.forgetTagRoom(0)
 	}
 	return len(gone), nil
 }

@@ -65,6 +65,8 @@ type DB struct {
 	ids idReserve
 	// supWrites counts this process's suppression writes.
 	supWrites suppressionWrites
+	// tagRoom remembers which domains have no room for a new tag.
+	tagRoom tagRoom
 }
 
 // Open opens the database named by url ("sqlite:PATH" or "postgres://...").

@@ -63,6 +63,8 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("Meta", func(t *testing.T) { t.Parallel(); testMeta(t, open(t)) })
 	t.Run("StatCounts", func(t *testing.T) { t.Parallel(); testStatCounts(t, open(t)) })
 	t.Run("Tags", func(t *testing.T) { t.Parallel(); testTags(t, open(t)) })
+	t.Run("TagBoundCost", func(t *testing.T) { t.Parallel(); testTagBoundCost(t, open(t)) })
+	t.Run("TagsConcurrently", func(t *testing.T) { t.Parallel(); testTagsConcurrently(t, open(t)) })
 	t.Run("MigrateTwice", func(t *testing.T) {
 		t.Parallel()
 		db := open(t)
