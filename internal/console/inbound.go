@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
@@ -29,27 +28,8 @@ func (c *Console) inboundList(w http.ResponseWriter, r *http.Request, s *account
 	f := receiving.Filter{DomainID: d.ID, Limit: inboundPageSize, Recipient: strings.TrimSpace(q.Get("recipient")),
 		Sender: strings.TrimSpace(q.Get("sender")), Subject: q.Get("subject")}
 	var problems []string
-	for _, b := range []struct {
-		name string
-		dst  *time.Time
-	}{{"start", &f.Start}, {"end", &f.End}} {
-		if v := q.Get(b.name); v != "" {
-			t, err := time.ParseInLocation("2006-01-02T15:04", v, time.UTC)
-			if err != nil {
-				problems = append(problems, "The "+b.name+" must be a date and time (YYYY-MM-DDTHH:MM, UTC).")
-				continue
-			}
-			*b.dst = t
-		}
-	}
-	page := 1
-	if p := q.Get("page"); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 1000 {
-			problems = append(problems, "The page must be a number from 1 to 1000.")
-		} else {
-			page = n
-		}
-	}
+	f.Start, f.End, problems = timeRange(q, problems)
+	page, problems := pageNumber(q, 1000, problems)
 	f.Offset = (page - 1) * inboundPageSize
 	list, total, err := c.deps.Receiving.List(r.Context(), f)
 	if err != nil {

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -33,33 +34,12 @@ func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *account.Ses
 			f.Type = ""
 		}
 	}
-	// start and end come from datetime-local inputs, read as UTC.
-	for _, b := range []struct {
-		name string
-		dst  *time.Time
-	}{{"start", &f.Start}, {"end", &f.End}} {
-		if v := q.Get(b.name); v != "" {
-			t, err := time.ParseInLocation("2006-01-02T15:04", v, time.UTC)
-			if err != nil {
-				problems = append(problems, "The "+b.name+" must be a date and time (YYYY-MM-DDTHH:MM, UTC).")
-				continue
-			}
-			*b.dst = t
-		}
-	}
+	f.Start, f.End, problems = timeRange(q, problems)
 	if !f.Start.IsZero() && !f.End.IsZero() && f.End.Before(f.Start) {
 		problems = append(problems, "The end is before the start.")
 		f.Start, f.End = time.Time{}, time.Time{}
 	}
-	page := 1
-	if p := q.Get("page"); p != "" {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 || n > 200 {
-			problems = append(problems, "The page must be a number from 1 to 200.")
-		} else {
-			page = n
-		}
-	}
+	page, problems := pageNumber(q, 200, problems)
 	f.Offset = (page - 1) * logPageSize
 	pg, err := c.deps.Events.List(r.Context(), f)
 	if err != nil {
@@ -116,4 +96,37 @@ func (c *Console) chainPage(w http.ResponseWriter, r *http.Request, s *account.S
 		Data: map[string]any{"Domain": d, "MessageID": id, "Entries": entries, "States": states, "DeliverAt": deliverAt,
 			"Cancellable": cancellable}})
 	return nil
+}
+
+// timeRange reads a filter form's start and end, datetime-local inputs
+// read as UTC; what does not parse is left zero and said in problems.
+func timeRange(q url.Values, problems []string) (start, end time.Time, _ []string) {
+	for _, b := range []struct {
+		name string
+		dst  *time.Time
+	}{{"start", &start}, {"end", &end}} {
+		if v := q.Get(b.name); v != "" {
+			t, err := time.ParseInLocation("2006-01-02T15:04", v, time.UTC)
+			if err != nil {
+				problems = append(problems, "The "+b.name+" must be a date and time (YYYY-MM-DDTHH:MM, UTC).")
+				continue
+			}
+			*b.dst = t
+		}
+	}
+	return start, end, problems
+}
+
+// pageNumber reads a list's page (1 to max, default 1); another value is
+// said in problems and reads as 1.
+func pageNumber(q url.Values, max int, problems []string) (int, []string) {
+	p := q.Get("page")
+	if p == "" {
+		return 1, problems
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 || n > max {
+		return 1, append(problems, fmt.Sprintf("The page must be a number from 1 to %d.", max))
+	}
+	return n, problems
 }
