@@ -69,3 +69,51 @@ func (Unsupported) Forward(_ context.Context, h Handoff) ([]ActionOutcome, error
 	}
 	return out, nil
 }
+
+// Forwarders hands each action to the Forwarder for its kind: URL takes
+// forward(URL) and store notifications, Address takes forward(address).
+// A nil one answers "unsupported" for its actions, so the two sides can
+// be wired one at a time. Outcomes come back in the order of h.Actions.
+type Forwarders struct {
+	URL, Address Forwarder
+}
+
+// Forward implements Forwarder.
+func (f Forwarders) Forward(ctx context.Context, h Handoff) ([]ActionOutcome, error) {
+	var toURL, toAddress []int
+	for i, a := range h.Actions {
+		if a.Kind == inboundroute.KindForward && a.URL == "" {
+			toAddress = append(toAddress, i)
+		} else {
+			toURL = append(toURL, i)
+		}
+	}
+	out := make([]ActionOutcome, len(h.Actions))
+	for _, side := range []struct {
+		fw  Forwarder
+		idx []int
+	}{{f.URL, toURL}, {f.Address, toAddress}} {
+		if len(side.idx) == 0 {
+			continue
+		}
+		fw := side.fw
+		if fw == nil {
+			fw = Unsupported{}
+		}
+		part := h
+		part.Actions = make([]inboundroute.Action, len(side.idx))
+		for j, i := range side.idx {
+			part.Actions[j] = h.Actions[i]
+		}
+		res, err := fw.Forward(ctx, part)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range side.idx {
+			if j < len(res) {
+				out[i] = res[j]
+			}
+		}
+	}
+	return out, nil
+}
