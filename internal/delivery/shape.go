@@ -37,6 +37,9 @@ const (
 	// path's queue waits for a connection before it is turned away (not
 	// an attempt) to come back later.
 	waitPatience = 15 * time.Second
+	// providerLine is the most deliveries that wait for a connection to
+	// one site while its provider is full (path.lineLocked).
+	providerLine = 20
 	// pathIdleLife is how long an egress path with no connections is
 	// remembered: its rates and failure count outlive its connections.
 	pathIdleLife = time.Hour

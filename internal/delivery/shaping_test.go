@@ -568,3 +568,59 @@ func TestSiteOf(t *testing.T) {
 		t.Errorf("a null MX: site %q, want none", n)
 	}
 }
+
+// A delivery waiting in line for a connection holds no start under the
+// message rate: its start is booked when its connection comes. Booked at
+// admission, the starts of deliveries in line passed unused while they
+// waited, and the rate turned others away (the simnet benchmark's outlook,
+// 100 sites in line for 5 connections: half its rate). While its provider
+// is full, a site keeps a connection's worth of deliveries in line
+// (max_deliveries_per_connection), not just connection_limit; the rate
+// still holds for what is sent.
+func TestWaitingInLineHoldsNoRate(t *testing.T) {
+	t.Parallel()
+	f := shaped(t, smtptest.Config{}, `["default"]
+connection_limit = 1
+max_deliveries_per_connection = 10
+
+[provider."big"]
+match = [{MXSuffix = ".big.test"}]
+provider_connection_limit = 1
+provider_max_message_rate = "5/s"
+`)
+	f.mx([]string{"mx1.big.test"}, "x.test")
+	ctx := context.Background()
+	var tickets []*delivery.Ticket
+	for i := range 11 {
+		tk, wait, err := f.tr.Admit(ctx, direct, fmt.Sprintf("r%d@x.test", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk == nil {
+			t.Fatalf("Admit %d turned away (wait %v) after %d admitted: want 11 (a connection and 10 in line, none holding a start under 5/s)", i, wait, len(tickets))
+		}
+		tickets = append(tickets, tk)
+	}
+	if tk, wait, err := f.tr.Admit(ctx, direct, "r11@x.test"); err != nil || tk != nil {
+		tk.Release()
+		t.Fatalf("Admit past a connection's worth in line = %v, %v; want turned away", tk, err)
+	} else if wait < 100*time.Millisecond {
+		t.Errorf("turned away for %v, want at least 100ms", wait)
+	}
+	var wg sync.WaitGroup
+	for i, tk := range tickets {
+		wg.Go(func() {
+			if _, err := f.tr.SendTicket(ctx, tk, delivery.Envelope{To: fmt.Sprintf("r%d@x.test", i)}, []byte(testMsg)); err != nil {
+				t.Errorf("SendTicket %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	msgs := f.sink.Messages()
+	if len(msgs) != 11 || f.sessions() != 2 {
+		t.Errorf("%d messages over %d sessions, want 11 over 2 (10 a connection)", len(msgs), f.sessions())
+	}
+	if most := smtptest.MostWithin(msgs, 900*time.Millisecond); most > 5 {
+		t.Errorf("%d messages arrived within 900ms, want at most 5 (5/s)", most)
+	}
+}

@@ -16,8 +16,9 @@ import "context"
 // slots held by deliveries sleeping until their booked starts, every other
 // site waited behind them (the simnet benchmark with recipients sorted by
 // domain: 0.125 of the rate bound, 0.44 once they hand over). Admission
-// bounds how many wait so: connection_limit places per path, starts booked
-// at most a second ahead.
+// bounds how many wait so: connection_limit places per path (a
+// connection's worth while its provider is full), starts booked at most a
+// second ahead.
 type slots struct {
 	attempts  chan struct{}
 	recording chan struct{}
