@@ -52,6 +52,7 @@ type provider struct {
 	cursor  time.Time          // when the next delivery it turns away is told to come back
 	blocked map[*path]struct{} // paths that found it full
 	used    time.Time
+	pl      shaping.ProviderLimit // the limits last asked for, whole
 }
 
 // grant is a connection handed to a delivery: an open session, or a slot
@@ -107,6 +108,18 @@ func (t *Transport) providerLocked(pl shaping.ProviderLimit, now time.Time) *pro
 		t.provs[pl.Provider] = pr
 	}
 	pr.used = now
+	pr.pl = pl
+	t.tuneLocked(pr, now)
+	return pr
+}
+
+// tuneLocked sets pr to this process's share of its limits now. Shares
+// change when a process joins or leaves, whether or not this one admits
+// anything: tuned only at admission, a process whose deliveries all
+// waited in line kept the whole limit after another joined and took its
+// share (4 connections under provider_connection_limit 3).
+func (t *Transport) tuneLocked(pr *provider, now time.Time) {
+	pl := pr.pl
 	limited, limit, r := shareOf(t.cfg.Shares, pl)
 	if r != pr.rate || pr.msgLim == nil && r.IsSet() {
 		pr.msgLim, pr.rate = retune(pr.msgLim, r, now), r
@@ -117,7 +130,6 @@ func (t *Transport) providerLocked(pl shaping.ProviderLimit, now time.Time) *pro
 			t.reclaimIdleLocked(pr, nil) // the share shrank: a process joined
 		}
 	}
-	return pr
 }
 
 // shareOf is this process's share of pl: whether a connection limit
@@ -177,6 +189,7 @@ func (t *Transport) takeLocked(p *path, now time.Time) (grant, bool) {
 		return grant{}, false
 	}
 	for _, pr := range p.provs {
+		t.tuneLocked(pr, now)
 		if pr.limited && pr.open >= pr.limit {
 			pr.blocked[p] = struct{}{} // its next release dispatches p
 			t.reclaimIdleLocked(pr, p)

@@ -52,6 +52,9 @@ func overShare(provs []*provider) bool {
 // counts until QUIT's reply.
 func (t *Transport) park(p *path, s *session) {
 	t.mu.Lock()
+	for _, pr := range s.provs {
+		t.tuneLocked(pr, time.Now())
+	}
 	if t.closed || p.lim.idle < 0 || p.lim.perConn > 0 && s.count >= p.lim.perConn || p.open > p.lim.conns ||
 		len(p.queue) == 0 && neededElsewhere(s.provs) || overShare(s.provs) {
 		t.mu.Unlock()

@@ -2,7 +2,9 @@ package delivery_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,5 +91,95 @@ provider_max_message_rate = `+tt.rate+`
 				t.Errorf("40 messages at 20/s for both processes together took %v, want about 2s", elapsed)
 			}
 		})
+	}
+}
+
+// fixedShares is a process's share of every limit, set by the test: what
+// members.Registry answers when a process joins.
+type fixedShares struct{ places atomic.Int64 }
+
+func (s *fixedShares) Share(limit int) int { return min(limit, int(s.places.Load())) }
+func (s *fixedShares) Divisor() int        { return 1 }
+
+// A process whose deliveries all wait in line, admitting nothing new,
+// still gives up its places when its share shrinks because another
+// process joined. Tuned only at admission, it kept the whole
+// provider_connection_limit, the newcomer took its share as well, and the
+// provider saw 4 connections under a limit of 3 (two serve processes on
+// PostgreSQL, TestBinaryProviderLimitsAcrossProcesses).
+func TestShareShrinksWhileDeliveriesWaitInLine(t *testing.T) {
+	t.Parallel()
+	shares := &fixedShares{}
+	shares.places.Store(3)
+	f := shaped(t, smtptest.Config{DataDelay: 30 * time.Millisecond}, `["default"]
+connection_limit = 1
+max_deliveries_per_connection = 2
+
+[provider."big"]
+match = [{MXSuffix = ".big.test"}]
+provider_connection_limit = 3
+`, func(c *delivery.Config) { c.Shares = shares })
+	sites := []string{"x.test", "y.test", "z.test"}
+	for i, d := range sites {
+		f.mx([]string{fmt.Sprintf("mx%d.big.test", i)}, d)
+	}
+	ctx := context.Background()
+	type admitted struct {
+		tk   *delivery.Ticket
+		rcpt string
+	}
+	var all []admitted
+	for i := range 30 {
+		rcpt := fmt.Sprintf("r%d@%s", i, sites[i%3])
+		tk, _, err := f.tr.Admit(ctx, direct, rcpt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk != nil {
+			all = append(all, admitted{tk, rcpt})
+		}
+	}
+	if len(all) < 6 {
+		t.Fatalf("%d admitted, want a connection and a line for each of 3 sites", len(all))
+	}
+	shares.places.Store(1) // another process joined; nothing is admitted from now on
+	var wg sync.WaitGroup
+	for _, a := range all {
+		wg.Go(func() {
+			if _, err := f.tr.SendTicket(ctx, a.tk, delivery.Envelope{From: "a@sender.test", To: a.rcpt}, []byte(testMsg)); err != nil {
+				t.Errorf("SendTicket %s: %v", a.rcpt, err)
+			}
+		})
+	}
+	wg.Wait()
+	msgs := f.sink.Messages()
+	if len(msgs) != len(all) {
+		t.Fatalf("sink got %d messages, want %d", len(msgs), len(all))
+	}
+	// Each connection's span, from its greeting to its last message:
+	// apart from the three granted before the change, the connections
+	// follow one another.
+	type span struct{ first, last time.Time }
+	spans := map[string]*span{}
+	var order []string
+	for _, m := range msgs {
+		sp := spans[m.RemoteAddr]
+		if sp == nil {
+			sp = &span{m.ConnectedAt, m.ReceivedAt}
+			spans[m.RemoteAddr] = sp
+			order = append(order, m.RemoteAddr)
+		}
+		sp.last = m.ReceivedAt
+	}
+	if len(order) <= 3 {
+		t.Fatalf("%d connections, want more than the 3 opened before the share shrank", len(order))
+	}
+	later := order[3:]
+	for i, a := range later {
+		for _, b := range later[i+1:] {
+			if sa, sb := spans[a], spans[b]; sa.first.Before(sb.last) && sb.first.Before(sa.last) {
+				t.Errorf("connections %s and %s carried messages at the same time after the share fell to 1", a, b)
+			}
+		}
 	}
 }

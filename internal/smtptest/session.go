@@ -19,12 +19,14 @@ type session struct {
 	mailOpts smtp.MailOptions
 	rcpts    []string
 	rcptOpts []smtp.RcptOptions
+
+	connectedAt time.Time
 }
 
 var _ smtp.AuthSession = (*session)(nil)
 
 func (s *Sink) newSession(c *smtp.Conn) (smtp.Session, error) {
-	return &session{sink: s, conn: c}, nil
+	return &session{sink: s, conn: c, connectedAt: time.Now()}, nil
 }
 
 // AuthMechanisms offers PLAIN and LOGIN when credentials are configured,
@@ -110,16 +112,17 @@ func (ss *session) Data(r io.Reader) error {
 	}
 	_, isTLS := ss.conn.TLSConnectionState()
 	ss.sink.deliver(Message{
-		From:       ss.from,
-		To:         append([]string(nil), ss.rcpts...),
-		Data:       data,
-		ReceivedAt: time.Now(),
-		Helo:       ss.conn.Hostname(),
-		RemoteAddr: ss.conn.Conn().RemoteAddr().String(),
-		AuthUser:   ss.authUser,
-		TLS:        isTLS,
-		MailOpts:   ss.mailOpts,
-		RcptOpts:   append([]smtp.RcptOptions(nil), ss.rcptOpts...),
+		From:        ss.from,
+		To:          append([]string(nil), ss.rcpts...),
+		Data:        data,
+		ReceivedAt:  time.Now(),
+		ConnectedAt: ss.connectedAt,
+		Helo:        ss.conn.Hostname(),
+		RemoteAddr:  ss.conn.Conn().RemoteAddr().String(),
+		AuthUser:    ss.authUser,
+		TLS:         isTLS,
+		MailOpts:    ss.mailOpts,
+		RcptOpts:    append([]smtp.RcptOptions(nil), ss.rcptOpts...),
 	})
 	return nil
 }

@@ -63,16 +63,17 @@ type Config struct {
 
 // Message is one accepted message as received.
 type Message struct {
-	From       string
-	To         []string // accepted recipients, in RCPT order
-	Data       []byte   // as sent, dot-unstuffed, CRLF line endings
-	ReceivedAt time.Time
-	Helo       string // the EHLO/HELO name
-	RemoteAddr string // the client's address and port, as the server saw them
-	AuthUser   string // "" when the client did not authenticate
-	TLS        bool   // whether STARTTLS was in effect
-	MailOpts   smtp.MailOptions
-	RcptOpts   []smtp.RcptOptions // parallel to To
+	From        string
+	To          []string // accepted recipients, in RCPT order
+	Data        []byte   // as sent, dot-unstuffed, CRLF line endings
+	ReceivedAt  time.Time
+	ConnectedAt time.Time // when its connection's session began
+	Helo        string    // the EHLO/HELO name
+	RemoteAddr  string    // the client's address and port, as the server saw them
+	AuthUser    string    // "" when the client did not authenticate
+	TLS         bool      // whether STARTTLS was in effect
+	MailOpts    smtp.MailOptions
+	RcptOpts    []smtp.RcptOptions // parallel to To
 }
 
 // Sink is a running SMTP server. Its methods are safe for concurrent use.
