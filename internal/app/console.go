@@ -19,6 +19,7 @@ func (a *App) console() http.Handler {
 		SecureCookies:     a.Config.APITLS || strings.HasPrefix(a.Config.EffectivePublicURL(), "https://"),
 		Logger:            a.Logger,
 		ValidationPerHour: a.Config.RateValidationPerHour,
+		DomainPerMinute:   a.Config.RateDomainPerMinute,
 	}, console.Deps{
 		Accounts:     a.Accounts,
 		Sessions:     account.NewSessions(store.NewSessions(a.DB), a.Config.ConsoleIdleTimeout, nil),

@@ -51,7 +51,11 @@ type Config struct {
 	// ValidationPerHour is the account's validation budget, shared with
 	// the API (--rate-validation-per-hour).
 	ValidationPerHour int
-	Now               func() time.Time
+	// DomainPerMinute is the account's budget of requests to domain
+	// endpoints, shared with the API (--rate-domain-per-minute): the test
+	// message counts against it.
+	DomainPerMinute int
+	Now             func() time.Time
 }
 
 // Deps are the services the pages use.

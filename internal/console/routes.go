@@ -20,6 +20,7 @@ func (c *Console) routes() []consoleRoute {
 		{"POST /domains/{name}/verify", c.form(c.verifyDomain)},
 		{"POST /domains/{name}/settings", c.form(c.domainSettings)},
 		{"POST /domains/{name}/delete", c.form(c.deleteDomain)},
+		{"POST /domains/{name}/test-message", c.form(c.testMessage)},
 		{"GET /domains/{name}/log", c.page(c.logPage)},
 		{"GET /domains/{name}/log/tail", c.page(c.logTail)},
 		{"GET /domains/{name}/messages/{id}", c.page(c.chainPage)},
