@@ -77,6 +77,15 @@ type Deps struct {
 	Attempts     *ratelimit.Attempts // failed sign-ins per login and address
 	// Receiving keeps the messages routes stored for inbound domains.
 	Receiving *receiving.Service
+	// WebhookTester posts a webhook's test event (the dispatcher); nil:
+	// the button says this server does not post.
+	WebhookTester WebhookTester
+}
+
+// WebhookTester posts a made-up event to a webhook and reports the
+// endpoint's status and, when it failed, why (*webhook.Dispatcher).
+type WebhookTester interface {
+	Test(ctx context.Context, w webhook.Webhook) (int, string)
 }
 
 // Console serves the pages.

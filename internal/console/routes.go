@@ -43,6 +43,7 @@ func (c *Console) routes() []consoleRoute {
 		{"GET /domains/{name}/webhooks", c.page(c.webhooksPage)},
 		{"POST /domains/{name}/webhooks", c.form(c.createWebhook)},
 		{"POST /domains/{name}/webhooks/{id}/delete", c.form(c.deleteWebhook)},
+		{"POST /domains/{name}/webhooks/{id}/test", c.form(c.testWebhook)},
 		{"GET /validation", c.page(c.validationPage)},
 		{"POST /validation/jobs", c.form(c.uploadList)},
 		{"GET /validation/jobs/{id}", c.page(c.jobPage)},

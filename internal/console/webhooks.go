@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -79,5 +80,45 @@ func (c *Console) deleteWebhook(w http.ResponseWriter, r *http.Request, s *accou
 		return err
 	}
 	c.redirect(w, r, "/domains/"+d.Name+"/webhooks", flash{Notice: "Webhook deleted: nothing more is posted to it."})
+	return nil
+}
+
+// testWebhook posts a made-up event to one of the domain's webhooks as its
+// real posts go (WebhookTester) and says what the endpoint answered;
+// nothing is recorded. It counts against the account's per-minute budget
+// for domain endpoints, so the button cannot be made a request cannon.
+func (c *Console) testWebhook(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return apperr.Errorf(apperr.NotFound, "no webhook")
+	}
+	list, err := c.deps.Webhooks.List(r.Context(), d.ID)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(list, func(h webhook.Webhook) bool { return h.ID == id })
+	if i < 0 {
+		return apperr.Errorf(apperr.NotFound, "no webhook")
+	}
+	back := "/domains/" + d.Name + "/webhooks"
+	if c.deps.WebhookTester == nil {
+		c.redirect(w, r, back, flash{Notice: "This server does not post webhooks, so it cannot test one."})
+		return nil
+	}
+	if wait := c.domainBudget(r, s); wait != "" {
+		c.redirect(w, r, back, flash{Notice: "Too many requests for this account's domains; try again in " + wait + "."})
+		return nil
+	}
+	h := list[i]
+	status, problem := c.deps.WebhookTester.Test(r.Context(), h)
+	notice := "The test event to " + h.URL + " was answered " + strconv.Itoa(status) + ": the endpoint works."
+	if problem != "" {
+		notice = "The test event to " + h.URL + " failed: " + problem + "."
+	}
+	c.redirect(w, r, back, flash{Notice: notice})
 	return nil
 }

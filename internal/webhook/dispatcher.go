@@ -267,6 +267,15 @@ func (d *Dispatcher) post(ctx context.Context, w Webhook, batch []event.Entry) (
 	if err != nil {
 		return 0, err
 	}
+	// The same id for a retry of the same entries, so receivers can
+	// de-duplicate (Standard Webhooks).
+	id := "msg_" + strconv.FormatInt(w.ID, 10) + "_" + strconv.FormatInt(batch[len(batch)-1].ID, 10)
+	return d.postBatch(ctx, w, name, id, batch)
+}
+
+// postBatch posts entries of domain name to w in Postline's format, with
+// the Standard Webhooks id given.
+func (d *Dispatcher) postBatch(ctx context.Context, w Webhook, name, id string, batch []event.Entry) (int, error) {
 	body := []byte(`{"webhook_id":` + strconv.FormatInt(w.ID, 10) + `,"domain":`)
 	body = strconv.AppendQuote(body, name) // a domain name is ASCII: Go and JSON quoting agree
 	body = append(body, `,"events":`...)
@@ -280,9 +289,6 @@ func (d *Dispatcher) post(ctx context.Context, w Webhook, batch []event.Entry) (
 	req.Header.Set("User-Agent", "Postline-Webhook/1")
 	now := d.cfg.Now()
 	req.Header.Set(SignatureHeader, Sign(w.Secret, now, body))
-	// The same id for a retry of the same entries, so receivers can
-	// de-duplicate (Standard Webhooks).
-	id := "msg_" + strconv.FormatInt(w.ID, 10) + "_" + strconv.FormatInt(batch[len(batch)-1].ID, 10)
 	req.Header.Set(StandardID, id)
 	req.Header.Set(StandardTimestamp, strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set(StandardSignature, StandardSign(w.Secret, id, now, body))
