@@ -332,6 +332,21 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("chain page: %q", text)
 	}
 	shoot(ctx, t, shots, "chain")
+	// "Send a test message" (issue 32): the button lands on the message's
+	// page, which shows it delivered once the sink has it.
+	run("send a test message", chromedp.Navigate(e.URL+"/domains/shop.example.com"),
+		chromedp.SendKeys(chromedp.ID("test-to"), "tried@rcpt.example.net"),
+		chromedp.Click(chromedp.CSS(`#test-message button`)), chromedp.WaitVisible(chromedp.Search(`//td[text()="queued"]`)))
+	testPage, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || !strings.Contains(testPage, "/domains/shop.example.com/messages/") {
+		t.Fatalf("the test message's button landed on %q (%v)", testPage, err)
+	}
+	waitFor(t, "the test message delivered on its page", func() bool {
+		run("reload the test message's page", chromedp.Navigate(testPage), chromedp.WaitVisible(chromedp.CSS("main")))
+		return strings.Contains(mainText(), "delivered")
+	})
+	run("analytics", chromedp.Navigate(e.URL+"/analytics"), chromedp.WaitVisible(chromedp.CSS("svg.outcomes")))
+	shoot(ctx, t, shots, "analytics")
 	// List cleaning: upload 1,000 lines, wait for the job, download the results.
 	e.DNS.AddMX("acme-mail.com", 10, "mx.acme-mail.com")
 	e.DNS.AddA("mx.acme-mail.com", "192.0.2.10")

@@ -7,6 +7,7 @@ import (
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/console"
 	"github.com/postline/postline/internal/ratelimit"
+	"github.com/postline/postline/internal/stats"
 	"github.com/postline/postline/internal/store"
 )
 
@@ -34,6 +35,7 @@ func (a *App) console() http.Handler {
 		Validator:     a.Validator,
 		Limiter:       a.Limiter,
 		Series:        store.NewEvents(a.DB),
+		Stats:         stats.NewService(store.NewStats(a.DB)),
 		Jobs:          a.ValidationJobs,
 		Attempts:      &ratelimit.Attempts{Limiter: a.Limiter, PerLogin: a.Config.AuthAttemptsPerLogin, PerAddress: a.Config.AuthAttemptsPerAddress},
 		Receiving:     a.Receiving,

@@ -77,6 +77,9 @@ type Deps struct {
 	Attempts     *ratelimit.Attempts // failed sign-ins per login and address
 	// Receiving keeps the messages routes stored for inbound domains.
 	Receiving *receiving.Service
+	// Stats is the hourly counts by stat key behind the analytics page;
+	// nil: the page shows no figures.
+	Stats Stats
 	// WebhookTester posts a webhook's test event (the dispatcher); nil:
 	// the button says this server does not post.
 	WebhookTester WebhookTester
@@ -130,7 +133,7 @@ func New(cfg Config, deps Deps) (*Console, error) {
 			}
 			return c.deps.Domains.InboundMXHost()
 		}}
-	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks", "admin", "validation", "job", "templates", "template", "inboundlist", "inbound"} {
+	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks", "admin", "validation", "job", "templates", "template", "inboundlist", "inbound", "analytics"} {
 		files := []string{"templates/layout.html", "templates/details.html", "templates/" + name + ".html"}
 		if name == "templates" || name == "template" {
 			files = append(files, "templates/templatefields.html")

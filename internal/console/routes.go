@@ -14,6 +14,7 @@ func (c *Console) routes() []consoleRoute {
 		{"GET /{$}", c.page(c.overview)},
 		{"POST /sign-in", http.HandlerFunc(c.signIn)},
 		{"POST /sign-out", c.form(c.signOut)},
+		{"GET /analytics", c.page(c.analytics)},
 		{"GET /domains", c.page(c.domainList)},
 		{"POST /domains", c.form(c.addDomain)},
 		{"GET /domains/{name}", c.page(c.domainPage)},
