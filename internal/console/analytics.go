@@ -47,18 +47,18 @@ const maxTagFilter = 255
 
 // analyticsRow is one domain's (or the account's) figures over the window.
 type analyticsRow struct {
-	Name                                                             string
+	Name                                                              string
 	Accepted, Delivered, Bounced, Failed, Complained, Opened, Clicked int64
-	Unsubscribed                                                     int64
-	Series                                                           []map[string]int64
+	Unsubscribed                                                      int64
+	Series                                                            []map[string]int64
 }
 
-func (a analyticsRow) DeliveredRate() string  { return percent(a.Delivered, a.Accepted) }
-func (a analyticsRow) BounceRate() string     { return percent(a.Bounced, a.Delivered+a.Bounced) }
-func (a analyticsRow) ComplaintRate() string  { return percent(a.Complained, a.Delivered) }
-func (a analyticsRow) OpenRate() string       { return percent(a.Opened, a.Delivered) }
-func (a analyticsRow) ClickRate() string      { return percent(a.Clicked, a.Delivered) }
-func (a analyticsRow) Empty() bool            { return a.Accepted == 0 && a.Delivered == 0 && a.Bounced == 0 }
+func (a analyticsRow) DeliveredRate() string   { return percent(a.Delivered, a.Accepted) }
+func (a analyticsRow) BounceRate() string      { return percent(a.Bounced, a.Delivered+a.Bounced) }
+func (a analyticsRow) ComplaintRate() string   { return percent(a.Complained, a.Delivered) }
+func (a analyticsRow) OpenRate() string        { return percent(a.Opened, a.Delivered) }
+func (a analyticsRow) ClickRate() string       { return percent(a.Clicked, a.Delivered) }
+func (a analyticsRow) Empty() bool             { return a.Accepted == 0 && a.Delivered == 0 && a.Bounced == 0 }
 func (a analyticsRow) complaintShare() float64 { return share(a.Complained, a.Delivered) }
 func (a analyticsRow) bounceShare() float64    { return share(a.Bounced, a.Delivered+a.Bounced) }
 
