@@ -63,6 +63,10 @@ func TestConsoleAnalytics(t *testing.T) {
 	if _, page := b.do("GET", "/analytics?window=30d&tag=welcome", nil, nil); !strings.Contains(page, "<td>2 (100%)</td>") || !strings.Contains(page, "· tag welcome") {
 		t.Errorf("the tag welcome over 30 days:\n%s", page)
 	}
+	if _, page := b.do("GET", "/analytics?domain=shop.example.com", nil, nil); !strings.Contains(page, `id="by-tag"`) ||
+		!strings.Contains(page, `tag=welcome">welcome</a></th><td>2</td><td>2 (100%)</td>`) {
+		t.Errorf("shop.example.com by tag:\n%s", page)
+	}
 	if _, page := b.do("GET", "/analytics?tag=none-such", nil, nil); !strings.Contains(page, `id="no-mail"`) {
 		t.Errorf("a tag without mail:\n%s", page)
 	}

@@ -16,7 +16,12 @@ import (
 // tag, that the event store keeps as it records (*stats.Service).
 type Stats interface {
 	Totals(ctx context.Context, domainIDs []int64, tag string, r stats.Resolution, starts []time.Time) ([]map[string]int64, error)
+	Tags(ctx context.Context, domainID int64, p stats.TagPage) ([]stats.Tag, error)
 }
+
+// maxTagRows bounds the page's table by tag (a query each): the tags of
+// the domain used in the period, in name order.
+const maxTagRows = 20
 
 // analyticsWindow is one of the periods the analytics page shows.
 type analyticsWindow struct {
@@ -148,10 +153,44 @@ func (c *Console) analytics(w http.ResponseWriter, r *http.Request, s *account.S
 		}
 		charts = append(charts, chartView{Name: row.Name, SVG: outcomeChart(row.Name, win, starts, row.Series)})
 	}
+	var byTag []analyticsRow
+	if q.Get("domain") != "" && tag == "" && c.deps.Stats != nil {
+		var err error
+		if byTag, err = c.tagRows(r.Context(), doms[0].ID, win, starts); err != nil {
+			return err
+		}
+	}
 	c.render(w, r, http.StatusOK, "analytics", view{Title: "Analytics", Session: s, Data: map[string]any{
 		"Windows": analyticsWindows, "Window": win, "Tag": tag, "Domain": q.Get("domain"), "Domains": doms,
-		"Account": account, "Rows": rows, "Charts": charts, "Warnings": warnings(account)}})
+		"Account": account, "Rows": rows, "Charts": charts, "Warnings": warnings(account), "ByTag": byTag}})
 	return nil
+}
+
+// tagRows are the figures of the domain's tags used in the period (the
+// first maxTagRows in name order).
+func (c *Console) tagRows(ctx context.Context, domainID int64, win analyticsWindow, starts []time.Time) ([]analyticsRow, error) {
+	tags, err := c.deps.Stats.Tags(ctx, domainID, stats.TagPage{Limit: 1000})
+	if err != nil {
+		return nil, err
+	}
+	var rows []analyticsRow
+	for _, t := range tags {
+		if t.LastSeen.Before(starts[0]) {
+			continue
+		}
+		series, err := c.deps.Stats.Totals(ctx, []int64{domainID}, t.Name, win.res, starts)
+		if err != nil {
+			return nil, err
+		}
+		row := analyticsRow{Name: t.Name}
+		for _, k := range series {
+			row.add(k)
+		}
+		if rows = append(rows, row); len(rows) == maxTagRows {
+			break
+		}
+	}
+	return rows, nil
 }
 
 type chartView struct {
