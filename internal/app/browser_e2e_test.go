@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,6 +116,8 @@ func shoot(ctx context.Context, t *testing.T, dir, name string) {
 		}
 		if size.tag == "phone" {
 			checkPhoneLayout(ctx, t, name)
+		} else {
+			checkAccessibility(ctx, t, name)
 		}
 	}
 }
@@ -400,5 +403,48 @@ func TestConsoleInABrowser(t *testing.T) {
 	h1, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('h1').textContent`))
 	if err != nil || h1 != "Sign in" {
 		t.Fatalf("after sign-out /domains shows %q (%v), want the sign-in form", h1, err)
+	}
+}
+
+// axeSource is axe-core, pinned in testdata/js (npm ci), read once.
+var axeSource = sync.OnceValues(func() ([]byte, error) {
+	return os.ReadFile("../../testdata/js/node_modules/axe-core/axe.min.js")
+})
+
+// axeViolation is what the test reports of one of axe's findings.
+type axeViolation struct {
+	ID     string   `json:"id"`
+	Impact string   `json:"impact"`
+	Help   string   `json:"help"`
+	Nodes  []string `json:"nodes"`
+}
+
+// checkAccessibility runs axe-core's automated accessibility check (issue
+// 32) on the current page: a serious or critical violation fails the
+// test. Without axe-core installed it says so, and fails under CI=true.
+func checkAccessibility(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	src, err := axeSource()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Errorf("axe-core is not installed (cd testdata/js && npm ci): %v", err)
+		} else {
+			t.Logf("axe-core is not installed (cd testdata/js && npm ci): no accessibility check of %s", name)
+		}
+		return
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](string(src))); err != nil {
+		t.Fatalf("loading axe-core into %s: %v", name, err)
+	}
+	found, err := chromedp.Run(ctx, chromedp.Evaluate[[]axeViolation](`axe.run(document, {resultTypes: ["violations"]}).then(function (r) {
+  return r.violations.filter(function (v) { return v.impact === "serious" || v.impact === "critical"; }).map(function (v) {
+    return {id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map(function (n) { return n.target.join(" "); })};
+  });
+})`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("axe-core on %s: %v", name, err)
+	}
+	for _, v := range found {
+		t.Errorf("%s: accessibility (axe-core %s, %s): %s at %v", name, v.ID, v.Impact, v.Help, v.Nodes)
 	}
 }
