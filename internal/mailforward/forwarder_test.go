@@ -171,6 +171,10 @@ func TestForwardOutcomes(t *testing.T) {
 	if err != nil || out[0].Outcome != "refused" || !strings.HasPrefix(out[0].Reason, "suppressed") {
 		t.Errorf("a suppressed destination: %v, %v", out, err)
 	}
+	out, err = r.fw.Forward(ctx, handoff(1, "From: a@lax.example\r\nno colon\r\n\r\nbody\r\n", "a@dest.example", "b@dest.example"))
+	if err != nil || len(out) != 2 || out[1].Outcome != "refused" || !strings.HasPrefix(out[1].Reason, "the message header cannot be read") {
+		t.Errorf("a header that cannot be read: %v, %v", out, err)
+	}
 }
 
 // TestForwardOnce: a second delivery of the same message (our trace on
