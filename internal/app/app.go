@@ -335,6 +335,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopWatch()
 	go a.watchValidationCache(wctx)
 	go a.sweepClaims(wctx)
+	go a.sweepIdempotencyKeys(wctx)
 	if a.Config.DomainRecheckInterval > 0 {
 		go a.recheckDomains(wctx, a.Config.DomainRecheckInterval)
 	}

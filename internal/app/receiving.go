@@ -7,7 +7,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/mailforward"
 	"github.com/postline/postline/internal/receiving"
+	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/store"
 	"github.com/postline/postline/internal/tlscert"
 )
@@ -19,7 +22,40 @@ func (a *App) openReceiving() {
 	cfg := a.Config
 	a.Receiving = receiving.NewService(receiving.Config{AuthservID: a.authservID(), Retention: cfg.InboundRetention,
 		StoreBytesPerAccount: cfg.InboundStoreBytesPerAccount, Logger: a.Logger},
-		receiving.Deps{Domains: a.Domains, Routes: a.Routes, Store: store.NewInboundMessages(a.DB), Resolver: a.Resolver, Events: a.Events})
+		receiving.Deps{Domains: a.Domains, Routes: a.Routes, Store: store.NewInboundMessages(a.DB), Resolver: a.Resolver, Events: a.Events,
+			Forwarder: receiving.Forwarders{Address: a.addressForwarder()}})
+}
+
+// addressForwarder carries out routes' forward(address): through the
+// sending intake's forward mode, signed by the receiving domain.
+func (a *App) addressForwarder() receiving.Forwarder {
+	return mailforward.New(mailforward.Config{MaxForwards: a.Config.InboundMaxForwards, Logger: a.Logger},
+		mailforward.Deps{Domains: a.Domains, Intake: sendingIntake{a}, Resolver: a.Resolver})
+}
+
+// sendingIntake is a.Sending for the address forwarder, which is built
+// before it (receiving comes before tracking, and tracking before
+// sending); nothing is received before the server starts.
+type sendingIntake struct{ a *App }
+
+func (s sendingIntake) PrepareRaw(ctx context.Context, in sending.RawInput) (sending.RawPrepared, error) {
+	return s.a.Sending.PrepareRaw(ctx, in)
+}
+
+func (s sendingIntake) AcceptRaw(ctx context.Context, d domain.Domain, accountID int64, m sending.RawMessage) (sending.Accepted, error) {
+	return s.a.Sending.AcceptRaw(ctx, d, accountID, m)
+}
+
+func (s sendingIntake) Reserve(ctx context.Context, accountID int64, domain, key string) (string, int, []byte, error) {
+	return s.a.Sending.Reserve(ctx, accountID, domain, key)
+}
+
+func (s sendingIntake) Remember(ctx context.Context, accountID int64, domain, key, claim string, status int, body []byte) error {
+	return s.a.Sending.Remember(ctx, accountID, domain, key, claim, status, body)
+}
+
+func (s sendingIntake) Forget(ctx context.Context, accountID int64, domain, key, claim string) error {
+	return s.a.Sending.Forget(ctx, accountID, domain, key, claim)
 }
 
 // authservID names this server in the Authentication-Results and Received

@@ -36,6 +36,10 @@ type Config struct {
 	// InboundStoreBytesPerAccount bounds the bytes of one account's
 	// stored received messages (452 past it, until retention frees room).
 	InboundStoreBytesPerAccount int64
+	// InboundMaxForwards bounds the forward marks a received message may
+	// carry and still be forwarded to an address (a forward past it is
+	// refused: a loop through other servers' forwards).
+	InboundMaxForwards int
 	// SMTPMaxConnections and SMTPMaxConnectionsPerIP bound each SMTP
 	// listener (inbound and both submission ones): connections open at
 	// once, and from one client address.
@@ -248,6 +252,7 @@ func Default() Config {
 		InboundRetention:            72 * time.Hour,
 		InboundPerIPPerMinute:       60,
 		InboundStoreBytesPerAccount: 1 << 30,
+		InboundMaxForwards:          10,
 		SMTPMaxConnections:          1000,
 		SMTPMaxConnectionsPerIP:     20,
 		SMTPPreAuthTimeout:          30 * time.Second,
@@ -428,6 +433,9 @@ func (c Config) Validate() error {
 	}
 	if c.InboundPerIPPerMinute < 1 {
 		bad("inbound-per-ip-per-minute", "must be at least 1, got %d", c.InboundPerIPPerMinute)
+	}
+	if c.InboundMaxForwards < 1 || c.InboundMaxForwards > 100 {
+		bad("inbound-max-forwards", "must be between 1 and 100, got %d", c.InboundMaxForwards)
 	}
 	if c.InboundStoreBytesPerAccount < 64<<10 {
 		bad("inbound-store-bytes-per-account", "must be at least 64KiB, got %d bytes", c.InboundStoreBytesPerAccount)

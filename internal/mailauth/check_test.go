@@ -196,3 +196,26 @@ func FuzzUntrust(f *testing.F) {
 		}
 	})
 }
+
+// TestPolicy: the policy for mail From a domain is its own record's p=,
+// else its organizational domain's sp= (or p=); none published is "";
+// a record that cannot be read counts as none; a failing lookup is an
+// error, never a policy.
+func TestPolicy(t *testing.T) {
+	t.Parallel()
+	r := setup(t)
+	r.dns.AddTXT("_dmarc.strict.example", "v=DMARC1; p=reject; sp=quarantine")
+	r.dns.AddTXT("_dmarc.own.strict.example", "v=DMARC1; p=none")
+	r.dns.AddTXT("_dmarc.lax.example", "v=DMARC1; p=none")
+	r.dns.AddTXT("_dmarc.broken.example", "v=DMARC1; p=sometimes")
+	r.dns.SetRcode("_dmarc.down.example", dns.RcodeServerFailure)
+	for domain, want := range map[string]string{"strict.example": "reject", "mail.strict.example": "quarantine",
+		"OWN.strict.example.": "none", "lax.example": "none", "none.example": "", "broken.example": ""} {
+		if got, err := mailauth.Policy(context.Background(), r.res, domain); err != nil || got != want {
+			t.Errorf("Policy(%s) = %q, %v; want %q", domain, got, err, want)
+		}
+	}
+	if got, err := mailauth.Policy(context.Background(), r.res, "down.example"); err == nil || got != "" {
+		t.Errorf("Policy of a domain whose lookup fails = %q, %v; want an error", got, err)
+	}
+}

@@ -23,17 +23,7 @@ func checkDMARC(ctx context.Context, r Resolver, msg []byte, spfRes Result, dkim
 		return Result{Result: PermError, Reason: err.Error()}
 	}
 	out := Result{Domain: clip(from)}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	lookup := func(name string) ([]string, error) { return netResolver{r}.LookupTXT(ctx, name) }
-	rec, err := dmarc.LookupWithOptions(from, &dmarc.LookupOptions{LookupTXT: lookup})
-	sub := false
-	if errors.Is(err, dmarc.ErrNoPolicy) {
-		if org := orgDomain(from); org != from {
-			rec, err = dmarc.LookupWithOptions(org, &dmarc.LookupOptions{LookupTXT: lookup})
-			sub = true
-		}
-	}
+	rec, sub, err := lookupDMARC(ctx, r, from)
 	switch {
 	case errors.Is(err, dmarc.ErrNoPolicy):
 		out.Result, out.Reason = None, "no DMARC record"
@@ -61,6 +51,43 @@ func checkDMARC(ctx context.Context, r Resolver, msg []byte, spfRes Result, dkim
 	}
 	out.Result, out.Reason = Fail, "neither an SPF nor a DKIM pass is aligned with the From domain"
 	return out
+}
+
+// lookupDMARC finds from's DMARC record: its own, else its organizational
+// domain's (sub is then true), within 10 seconds.
+func lookupDMARC(ctx context.Context, r Resolver, from string) (rec *dmarc.Record, sub bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	lookup := func(name string) ([]string, error) { return netResolver{r}.LookupTXT(ctx, name) }
+	rec, err = dmarc.LookupWithOptions(from, &dmarc.LookupOptions{LookupTXT: lookup})
+	if errors.Is(err, dmarc.ErrNoPolicy) {
+		if org := orgDomain(from); org != from {
+			rec, err = dmarc.LookupWithOptions(org, &dmarc.LookupOptions{LookupTXT: lookup})
+			sub = true
+		}
+	}
+	return rec, sub, err
+}
+
+// Policy is the DMARC policy that applies to mail From the domain
+// (RFC 7489 §6.6.3: its own record's p=, else its organizational
+// domain's sp= or p=): "none", "quarantine" or "reject", and "" when it
+// publishes no record. A lookup that fails for now is an error; a record
+// that cannot be read counts as none, as receivers read it.
+func Policy(ctx context.Context, r Resolver, domain string) (string, error) {
+	rec, sub, err := lookupDMARC(ctx, r, strings.ToLower(strings.TrimSuffix(domain, ".")))
+	switch {
+	case errors.Is(err, dmarc.ErrNoPolicy):
+		return "", nil
+	case dmarc.IsTempFail(err):
+		return "", err
+	case err != nil:
+		return "", nil
+	}
+	if sub && rec.SubdomainPolicy != "" {
+		return string(rec.SubdomainPolicy), nil
+	}
+	return string(rec.Policy), nil
 }
 
 // aligned compares an authenticated domain with the From domain: the same

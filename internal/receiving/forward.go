@@ -37,10 +37,12 @@ type Handoff struct {
 
 // ActionOutcome is what became of one handed-on action: Outcome is
 // "unsupported", or what the Forwarder reports ("queued", say); Reason
-// says why in words.
+// says why in words; MessageID, when set, is the message the action
+// queued (a forward to an address: its deliveries' log entries).
 type ActionOutcome struct {
-	Outcome string
-	Reason  string
+	Outcome   string
+	Reason    string
+	MessageID string
 }
 
 // Outcome values Receive itself writes.

@@ -157,6 +157,9 @@ func (s *Service) run(ctx context.Context, env Envelope, rc Recipient, actions [
 			if r.Reason != "" {
 				l["reason"] = r.Reason
 			}
+			if r.MessageID != "" {
+				l["message_id"] = r.MessageID
+			}
 		}
 	}
 	details := map[string]any{"remote_ip": env.RemoteIP.String(), "helo": clipText(env.Helo, 255), "starttls": env.TLS,

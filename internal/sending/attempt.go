@@ -69,7 +69,7 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 			return
 		}
 	}
-	msg, err := w.build(ctx, dom, d)
+	msg, forward, err := w.build(ctx, dom, d)
 	if err != nil {
 		tk.Release()
 		if ctx.Err() != nil {
@@ -83,7 +83,7 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, pre prefetched) {
 			deliveryEntry(d, event.Failed, w.cfg.Now(), map[string]any{"reason": reason, "error": err.Error(), "attempt": d.Attempts})}, nil)
 		return
 	}
-	env := delivery.Envelope{From: w.envelopeFrom(dom, d), To: d.Recipient}
+	env := delivery.Envelope{From: w.envelopeFrom(dom, d, forward), To: d.Recipient}
 	if tk.Waits() {
 		// Its turn under the site's limits is not work: the next attempt
 		// may build meanwhile, and this one takes a slot again to send.

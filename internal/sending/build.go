@@ -20,15 +20,22 @@ import (
 	"github.com/postline/postline/internal/message"
 )
 
-// build makes the signed message for one delivery from the stored send.
+// build makes the signed message for one delivery from the stored send,
+// and says whether the send is a forward (RawMessage.Forward).
 // Attachments are processed (watermark, archive, encryption) once per send
 // by whichever worker gets there first, and the result replaces the
 // originals, so every recipient and every retry gets the same files.
-func (w *Worker) build(ctx context.Context, dom domain.Domain, d Delivery) ([]byte, error) {
+func (w *Worker) build(ctx context.Context, dom domain.Domain, d Delivery) (msg []byte, forward bool, err error) {
 	snd, atts, err := w.sends.get(ctx, d.SendID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	msg, err = w.buildSend(ctx, dom, d, snd, atts)
+	return msg, snd.Headers[forwardHeader] != "", err
+}
+
+func (w *Worker) buildSend(ctx context.Context, dom domain.Domain, d Delivery, snd Send, atts []Attachment) ([]byte, error) {
+	var err error
 	if len(snd.Raw) > 0 {
 		// Submitted over SMTP: the client's message as it is, for every
 		// recipient, with the tracking in force and the DKIM signature.
@@ -200,11 +207,20 @@ func (w *Worker) process(ctx context.Context, snd Send, atts []Attachment) ([]At
 // envelopeFrom is the MAIL FROM: the from address, or, when the domain has
 // an authentication domain, a per-delivery bounce address under it
 // (VERP) so that bounces come back to this service and name the delivery.
-func (w *Worker) envelopeFrom(dom domain.Domain, d Delivery) string {
-	if dom.AuthDomain == "" || len(w.cfg.VERPKey) == 0 {
+// A forward's is always such an address, under the authentication domain
+// or else the domain itself (which receives: its MX is this service), so
+// that a forward's bounces come back here and are the forward's, never
+// the original sender's (SRS's purpose; the original sender is not in it).
+func (w *Worker) envelopeFrom(dom domain.Domain, d Delivery, forward bool) string {
+	switch {
+	case len(w.cfg.VERPKey) == 0:
 		return d.Sender
+	case dom.AuthDomain != "":
+		return VERPAddress(w.cfg.VERPKey, d.ID, dom.AuthDomain)
+	case forward:
+		return VERPAddress(w.cfg.VERPKey, d.ID, dom.Name)
 	}
-	return VERPAddress(w.cfg.VERPKey, d.ID, dom.AuthDomain)
+	return d.Sender
 }
 
 // VERPAddress is the bounce address of delivery id under authDomain:

@@ -34,10 +34,17 @@ type RawInput struct {
 	// Forward takes a received message to pass on. The sender rules do
 	// not apply (its From is whoever wrote it) and its trace fields stay;
 	// its X-Postline-* fields are removed unread (a stranger's, not the
-	// account's instructions). The smuggling check applies as to every
-	// message.
+	// account's instructions), but for ForwardMarkHeader, which says
+	// which routes already passed it on (loops). The smuggling check
+	// applies as to every message.
 	Forward bool
 }
+
+// ForwardMarkHeader is the field a forward adds on top of the message it
+// passes on, one per forward: `X-Postline-Forwarded-By: ROUTE@DOMAIN`.
+// Forward mode keeps it, so that a message that comes back through a
+// route it already passed is known (internal/mailforward).
+const ForwardMarkHeader = "X-Postline-Forwarded-By"
 
 // RawPrepared is a submitted message made ready to queue.
 type RawPrepared struct {
@@ -170,14 +177,14 @@ func readInstructions(h textproto.Header, p *RawPrepared) error {
 // API refuses as custom headers too (message.TraceHeaders). A forwarded
 // message keeps its trace and authentication fields (they say where it
 // came from) but loses Return-Path, which only final delivery writes
-// (RFC 5321 §4.4), and every X-Postline-* field.
+// (RFC 5321 §4.4), and every X-Postline-* field but its forward marks.
 func removeTrace(h *textproto.Header, forward bool) {
 	var gone []string // not deleted while iterating: Del shifts the fields
 	for f := h.Fields(); f.Next(); {
 		k := f.Key()
 		switch {
 		case !forward && message.IsTraceHeader(k),
-			forward && (strings.EqualFold(k, "Return-Path") || hasPrefixFold(k, "X-Postline-")):
+			forward && (strings.EqualFold(k, "Return-Path") || hasPrefixFold(k, "X-Postline-") && !strings.EqualFold(k, ForwardMarkHeader)):
 			gone = append(gone, k)
 		}
 	}

@@ -168,8 +168,8 @@ func TestPrepareRawThroughADomain(t *testing.T) {
 // TestPrepareRawRemovesTrace: the fields the API refuses as custom headers
 // (message.TraceHeaders) are removed from a submitted message, whatever
 // their case; a forwarded message keeps its trace, is not held to the
-// sender rules, and its X-Postline-* fields are removed unread; bare CR is
-// refused in forward mode too.
+// sender rules, and its X-Postline-* fields are removed unread but for
+// the forward marks (loops); bare CR is refused in forward mode too.
 func TestPrepareRawRemovesTrace(t *testing.T) {
 	t.Parallel()
 	trace := "Received: from evil.example by mx.victim.example\r\nReturn-Path: <ceo@victim.example>\r\n" +
@@ -193,7 +193,8 @@ func TestPrepareRawRemovesTrace(t *testing.T) {
 
 	route := intakeDomains()[0]
 	forward := func(in *RawInput) { in.Forward, in.Domain, in.Senders = true, &route, nil }
-	p, err = prepareRaw("From: ceo@victim.example\r\nFrom: second@victim.example\r\n"+trace+"\r\nbody\r\n", forward)
+	mark := "x-postline-forwarded-by: 0123456789abcdef01234567@shop.example\r\n"
+	p, err = prepareRaw("From: ceo@victim.example\r\nFrom: second@victim.example\r\n"+mark+trace+"\r\nbody\r\n", forward)
 	if err != nil {
 		t.Fatalf("a forwarded message: %v", err)
 	}
@@ -203,6 +204,10 @@ func TestPrepareRawRemovesTrace(t *testing.T) {
 			t.Errorf("the forwarded message lost %s:\n%s", kept, head)
 		}
 	}
+	if !strings.Contains(head, "\r\n"+mark) {
+		t.Errorf("the forwarded message lost its forward mark:\n%s", head)
+	}
+	head = strings.Replace(head, mark, "", 1)
 	if strings.Contains(strings.ToLower(head), "x-postline") || strings.Contains(head, "Return-Path") || len(p.Tags) > 0 {
 		t.Errorf("the forwarded message keeps X-Postline-* or Return-Path, or its tags were read (%v):\n%s", p.Tags, head)
 	}

@@ -28,11 +28,19 @@ type RawMessage struct {
 	// Track is X-Postline-Track ("opens", "clicks", "opens,clicks",
 	// "none"; "" follows the domain's switches).
 	Track string
+	// Forward marks a received message an inbound route passes on
+	// (PrepareRaw's forward mode): it is never tracked, its queued entries
+	// say via "forward", and its envelope sender is always a bounce
+	// address of this server's (see Worker's envelopeFrom), never From.
+	Forward bool
 }
 
 // trackHeader is where a raw send keeps its X-Postline-Track (raw sends
 // have no custom headers of their own: theirs are in the message).
 const trackHeader = "X-Postline-Track"
+
+// forwardHeader is where a raw send keeps its RawMessage.Forward.
+const forwardHeader = "X-Postline-Forward"
 
 // AcceptRaw queues a submitted message for each of its recipients through
 // the same pipeline as Accept: suppressed recipients get a failed entry
@@ -87,6 +95,11 @@ func (s *Service) AcceptRaw(ctx context.Context, d domain.Domain, accountID int6
 	if m.Track != "" {
 		snd.Headers[trackHeader] = m.Track
 	}
+	via := "smtp"
+	if m.Forward {
+		snd.Headers[trackHeader], snd.Headers[forwardHeader] = "none", "1"
+		via = "forward"
+	}
 	var ds []Delivery
 	var dropped []event.Entry
 	for _, rc := range to {
@@ -103,7 +116,7 @@ func (s *Service) AcceptRaw(ctx context.Context, d domain.Domain, accountID int6
 	}
 	details := queuedDetails(0, p, now)
 	delete(details, "attachments")
-	details["via"] = "smtp"
+	details["via"] = via
 	if err := s.commitSend(ctx, snd, nil, ds, dropped, details); err != nil {
 		return Accepted{}, err
 	}

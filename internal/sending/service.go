@@ -228,6 +228,10 @@ func entry(domainID int64, messageID string, t event.Type, s *Send, to string, a
 // to have died).
 const IdempotencyPending = 10 * time.Minute // beyond the 5-minute upload timeout and the intake
 
+// IdempotencyKept is how long a key's answer is replayed; older keys are
+// deleted (PruneIdempotencyKeys).
+const IdempotencyKept = 24 * time.Hour
+
 // Reserve claims an Idempotency-Key for a request; see Store.Reserve.
 // Keys are per account and domain: the same key on two domains is two keys.
 // The claim is the returned token: Remember and Forget act only while it
@@ -237,7 +241,7 @@ func (s *Service) Reserve(ctx context.Context, accountID int64, domain, key stri
 	b := make([]byte, 16)
 	rand.Read(b)
 	token := hex.EncodeToString(b)
-	ok, status, body, err := s.store.Reserve(ctx, accountID, domain+" "+key, token, now, now.Add(-24*time.Hour), now.Add(-IdempotencyPending))
+	ok, status, body, err := s.store.Reserve(ctx, accountID, domain+" "+key, token, now, now.Add(-IdempotencyKept), now.Add(-IdempotencyPending))
 	if !ok {
 		token = ""
 	}
@@ -253,6 +257,12 @@ func (s *Service) Remember(ctx context.Context, accountID int64, domain, key, cl
 // stored.
 func (s *Service) Forget(ctx context.Context, accountID int64, domain, key, claim string) error {
 	return s.store.Forget(ctx, accountID, domain+" "+key, claim)
+}
+
+// PruneIdempotencyKeys deletes the keys older than IdempotencyKept and
+// returns how many.
+func (s *Service) PruneIdempotencyKeys(ctx context.Context) (int64, error) {
+	return s.store.PruneIdempotencyKeys(ctx, s.cfg.Now().Add(-IdempotencyKept), 1000)
 }
 
 // sealOptions seals non-empty attachment options: a password given for a

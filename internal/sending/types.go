@@ -181,6 +181,9 @@ type Store interface {
 	// used again. Neither touches a claim taken over by another request.
 	Remember(ctx context.Context, accountID int64, key, token string, status int, body []byte) error
 	Forget(ctx context.Context, accountID int64, key, token string) error
+	// PruneIdempotencyKeys deletes keys created before before, claimed
+	// or answered, at most batch per transaction, and returns how many.
+	PruneIdempotencyKeys(ctx context.Context, before time.Time, batch int) (int64, error)
 }
 
 // Addressing is the visible recipients of a send. With Cc, every copy

@@ -46,7 +46,7 @@ type WorkerConfig struct {
 	// Metrics counts outcomes and times attempts; nil counts nothing.
 	Metrics *Metrics
 	Policy  Policy
-	VERPKey []byte // signs bounce addresses under authentication domains
+	VERPKey []byte // signs bounce addresses (authentication domains, forwards)
 	// Tracking, when set, adds the domain's open, click and unsubscribe
 	// tracking to each message.
 	Tracking *tracking.URLs

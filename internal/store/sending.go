@@ -292,6 +292,23 @@ func (s Sending) Forget(ctx context.Context, accountID int64, key, token string)
 	return notFound(err, "idempotency key")
 }
 
+// PruneIdempotencyKeys implements sending.Store.
+func (s Sending) PruneIdempotencyKeys(ctx context.Context, before time.Time, batch int) (int64, error) {
+	var total int64
+	for {
+		res, err := s.db.w.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE (account_id, key) IN
+			(SELECT account_id, key FROM idempotency_keys WHERE created_at < $1 LIMIT $2)`, ms(before), batch)
+		if err != nil {
+			return total, notFound(err, "idempotency keys")
+		}
+		n, _ := res.RowsAffected()
+		total += n
+		if n < int64(batch) || ctx.Err() != nil {
+			return total, nil
+		}
+	}
+}
+
 const messageCols = `d.id, d.send_id, d.domain_id, d.message_id, d.recipient, d.state, d.attempts, d.next_attempt_at,
 	d.created_at, s.from_addr, s.subject, s.tags, s.deliver_at, COALESCE(d.last_code, 0), COALESCE(d.last_message, ''), d.updated_at`
 

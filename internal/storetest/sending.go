@@ -232,3 +232,42 @@ func testIdempotencyClaims(t *testing.T, db *store.DB) {
 		t.Fatalf("replay = ok=%v %d %q; want B's answer", ok, status, body)
 	}
 }
+
+// testPruneIdempotencyKeys: keys created before the bound go, answered or
+// pending, in batches; newer ones stay and still replay.
+func testPruneIdempotencyKeys(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	s := store.NewSending(db)
+	a, _ := NewDomainRow(t, db, "idemprune", "idemprune.example")
+	old, fresh := now.Add(-25*time.Hour), now.Add(-time.Hour)
+	for i := range 5 {
+		key := fmt.Sprintf("old-%d", i)
+		if ok, _, _, err := s.Reserve(ctx, a.ID, key, "t", old, old.Add(-24*time.Hour), old.Add(-time.Minute)); err != nil || !ok {
+			t.Fatalf("reserve %s: %v %v", key, ok, err)
+		}
+		if i%2 == 0 {
+			if err := s.Remember(ctx, a.ID, key, "t", 200, []byte("answer")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if ok, _, _, err := s.Reserve(ctx, a.ID, "fresh", "t", fresh, fresh.Add(-24*time.Hour), fresh.Add(-time.Minute)); err != nil || !ok {
+		t.Fatalf("reserve fresh: %v %v", ok, err)
+	}
+	if err := s.Remember(ctx, a.ID, "fresh", "t", 200, []byte("fresh answer")); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.PruneIdempotencyKeys(ctx, now.Add(-24*time.Hour), 2)
+	if err != nil || n != 5 {
+		t.Fatalf("pruned %d, %v; want the 5 old keys", n, err)
+	}
+	var left int
+	db.Reader().QueryRowContext(ctx, `SELECT count(*) FROM idempotency_keys WHERE account_id = $1`, a.ID).Scan(&left)
+	if left != 1 {
+		t.Errorf("%d keys left, want the fresh one", left)
+	}
+	if ok, status, body, err := s.Reserve(ctx, a.ID, "fresh", "u", now, now.Add(-24*time.Hour), now.Add(-time.Minute)); err != nil || ok ||
+		status != 200 || string(body) != "fresh answer" {
+		t.Errorf("the fresh key after the prune: %v %d %q %v; want its answer", ok, status, body, err)
+	}
+}
