@@ -22,6 +22,7 @@ func (c *Console) routes() []consoleRoute {
 		{"POST /domains/{name}/delete", c.form(c.deleteDomain)},
 		{"GET /domains/{name}/log", c.page(c.logPage)},
 		{"GET /domains/{name}/log/tail", c.page(c.logTail)},
+		{"GET /domains/{name}/log/export", c.page(c.logExport)},
 		{"GET /domains/{name}/messages/{id}", c.page(c.chainPage)},
 		{"POST /domains/{name}/messages/{id}/cancel", c.form(c.cancelMessage)},
 		{"GET /domains/{name}/templates", c.page(c.templatesPage)},
