@@ -34,6 +34,8 @@ func (c *Console) routes() []consoleRoute {
 		{"POST /domains/{name}/suppressions", c.form(c.addSuppression)},
 		{"POST /domains/{name}/suppressions/{id}/delete", c.form(c.deleteSuppression)},
 		{"POST /domains/{name}/suppressions/import", c.form(c.importSuppressions)},
+		{"POST /domains/{name}/suppressions/remove", c.form(c.removeSuppressions)},
+		{"POST /domains/{name}/suppressions/clear", c.form(c.clearSuppressions)},
 		{"GET /domains/{name}/suppressions/export", c.page(c.exportSuppressions)},
 		{"GET /domains/{name}/inbound", c.page(c.inboundList)},
 		{"GET /domains/{name}/inbound/{id}", c.page(c.inboundMessage)},
