@@ -42,9 +42,10 @@ func recordMany(t *testing.T, env *apitest.Env, domainID int64, n int, base time
 }
 
 // TestLogExportOverHTTP: the API's and the console's exports of 10,000
-// entries arrive whole in both formats, chunked (never a Content-Length:
-// the server did not build the file first), filters apply, and bad
-// formats, other accounts' domains and keys without log:read are refused.
+// entries arrive whole in both formats (chunked, with no Content-Length),
+// filters apply, and bad formats, other accounts' domains and keys without
+// log:read are refused. That each page is sent before the next is read is
+// shown by internal/logexport's TestExportStreams, which watches the store.
 func TestLogExportOverHTTP(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, d store.Dialect) {
