@@ -7,6 +7,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apitest"
+	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/store"
 )
@@ -144,4 +146,54 @@ func ndjsonLines(t *testing.T, body []byte, typ, rcpt string) int {
 		n++
 	}
 	return n
+}
+
+// TestLogExportLimitOverHTTP: with --log-exports-per-account 1, an export
+// held open by a client that stops reading (40 MB it does not take) makes
+// the next one a 429 naming the limit, on the API and in the console;
+// once the client leaves, its slot is free again.
+func TestLogExportLimitOverHTTP(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, store.SQLite, func(c *config.Config) { c.LogExportsPerAccount = 1 })
+	alice := env.NewUser("alice")
+	dom := env.NewDomain(alice, "alice.example")
+	big := strings.Repeat("x", 4000)
+	batch := make([]event.Entry, 0, 1000)
+	for i := 0; i < 10_000; i++ {
+		batch = append(batch, event.Entry{DomainID: dom.ID, MessageID: fmt.Sprintf("<m%d@alice.example>", i), Type: event.Delivered,
+			Recipient: "r@example.net", Subject: big})
+		if len(batch) == cap(batch) {
+			if err := env.App.Events.Record(context.Background(), batch...); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	req, _ := http.NewRequest("GET", env.URL+"/api/domains/alice.example/log/export?format=ndjson", nil)
+	req.Header.Set("Authorization", alice.Auth())
+	held, err := http.DefaultClient.Do(req)
+	if err != nil || held.StatusCode != 200 {
+		t.Fatalf("the first export: %v %v", held, err)
+	}
+	if _, err := held.Body.Read(make([]byte, 1)); err != nil { // it has started; then the client stops reading
+		t.Fatal(err)
+	}
+	resp := env.Do(apitest.Request{Method: "GET", Path: "/api/domains/alice.example/log/export", Auth: alice.Auth()})
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "5" ||
+		!strings.Contains(string(resp.Body), "At most 1 log exports may run at once per account (--log-exports-per-account)") {
+		t.Errorf("a second export over the API: %d %s; want 429 naming the limit", resp.StatusCode, resp.Body)
+	}
+	b := &browser{t: t, base: env.URL}
+	b.signIn("alice", alice.Key, "/")
+	if r, page := b.do("GET", "/domains/alice.example/log/export?format=csv", nil, nil); r.StatusCode != 429 || !strings.Contains(page, "--log-exports-per-account") {
+		t.Errorf("a second export in the console: %d, want a 429 page naming the limit", r.StatusCode)
+	}
+	held.Body.Close() // the client leaves: the export ends and frees its slot
+	deadline := time.Now().Add(10 * time.Second)
+	for env.App.LogExports.Running(alice.ID) != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if resp := env.Do(apitest.Request{Method: "GET", Path: "/api/domains/alice.example/log/export?event_type=bounced", Auth: alice.Auth()}); resp.StatusCode != 200 {
+		t.Errorf("an export after the first client left: %d %s", resp.StatusCode, resp.Body)
+	}
 }
