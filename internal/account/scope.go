@@ -14,7 +14,7 @@ import (
 const (
 	ScopeSend         = "send"         // send, templates, scheduled messages
 	ScopeValidate     = "validate"     // validation, list cleaning
-	ScopeLogRead      = "log:read"     // the log and its stream
+	ScopeLogRead      = "log:read"     // the log, its stream and its export
 	ScopeSuppressions = "suppressions" // suppression lists
 	ScopeDomains      = "domains"      // domain management
 	ScopeWebhooks     = "webhooks"     // webhooks

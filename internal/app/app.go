@@ -35,6 +35,7 @@ import (
 	"github.com/postline/postline/internal/httpapi"
 	"github.com/postline/postline/internal/inbound"
 	"github.com/postline/postline/internal/inboundroute"
+	"github.com/postline/postline/internal/logexport"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/receiving"
 	"github.com/postline/postline/internal/secret"
@@ -64,8 +65,10 @@ type App struct {
 	Domains  *domain.Service
 	// Suppressions holds the bounce, unsubscribe and whitelist lists.
 	Suppressions *suppression.Service
-	// Events is the delivery log.
-	Events *event.Service
+	// Events is the delivery log; LogExports writes it as files to
+	// download, for the console and the API (one limit for both).
+	Events     *event.Service
+	LogExports *logexport.Exporter
 	// Sending accepts messages; Worker delivers them (serve only).
 	Sending *sending.Service
 	Worker  *sending.Worker
@@ -221,6 +224,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	db.OnSuppressionWrite(a.keyIndex.Note)
 	a.Suppressions.UseIndex(a.keyIndex) // not ready, so unused, until serve loads it
 	a.Events = event.NewService(store.NewEvents(db), event.Config{})
+	a.LogExports = logexport.New(a.Events, logexport.Config{PerAccount: cfg.LogExportsPerAccount, Logger: a.Logger})
 	if err := a.openValidator(); err != nil {
 		return err
 	}
@@ -300,6 +304,7 @@ func (a *App) API() *httpapi.Server {
 		Domains:       a.Domains,
 		Suppressions:  a.Suppressions,
 		Events:        a.Events,
+		LogExports:    a.LogExports,
 		Sending:       a.Sending,
 		Tracking:      a.Tracking,
 		Webhooks:      a.Webhooks,

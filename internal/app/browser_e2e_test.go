@@ -282,6 +282,19 @@ func TestConsoleInABrowser(t *testing.T) {
 	if text := mainText(); strings.Contains(text, "Removed from") {
 		t.Errorf("a reload shows the notice again: %q", text)
 	}
+	// Bulk removal: a ticked box belongs to the form after the table
+	// (form="bulk-remove"), which asks first.
+	answers <- true
+	run("tick and remove selected",
+		chromedp.Navigate(e.URL+"/domains/shop.example.com/suppressions?type=bounce"),
+		chromedp.Click(chromedp.CSS(`input[aria-label="Select gone@rcpt.example.net"]`)),
+		chromedp.Click(chromedp.CSS(`#bulk-remove button.danger`)), chromedp.WaitVisible(chromedp.ID("notice")))
+	if msg := <-dialogs; !strings.Contains(msg, "Remove the selected entries from the bounce list?") {
+		t.Errorf("the bulk removal asked %q", msg)
+	}
+	if text := mainText(); !strings.Contains(text, "Removed 1 entry from the bounce list.") || strings.Contains(text, "gone@rcpt.example.net") {
+		t.Fatalf("after removing the ticked entry: %q", text)
+	}
 
 	resp := e.send(t, basicParts("ann@rcpt.example.net"), nil)
 	msgID := resp.JSON["data"].(map[string]any)["message_ids"].([]any)[0].(string)

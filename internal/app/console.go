@@ -26,6 +26,7 @@ func (a *App) console() http.Handler {
 		Sessions:      account.NewSessions(store.NewSessions(a.DB), a.Config.ConsoleIdleTimeout, nil),
 		Domains:       a.Domains,
 		Events:        a.Events,
+		LogExports:    a.LogExports,
 		Suppressions:  a.Suppressions,
 		Webhooks:      a.Webhooks,
 		WebhookTester: a.dispatcher,

@@ -99,8 +99,9 @@ func TestInboundBouncesAndComplaints(t *testing.T) {
 		}
 
 		resp = e.Do(apitest.Request{Method: "GET", Path: "/api/domains/shop.example.com/suppressions?type=bounce", Auth: e.user.Auth()})
-		if data, _ := resp.JSON["data"].([]any); len(data) != 1 || data[0].(map[string]any)["recipient"] != "ann@rcpt.example.net" {
-			t.Fatalf("bounce suppressions: %s", resp.Body)
+		if data, _ := resp.JSON["data"].([]any); len(data) != 1 || data[0].(map[string]any)["recipient"] != "ann@rcpt.example.net" ||
+			data[0].(map[string]any)["description"] != "5.1.1 reported by the test" {
+			t.Fatalf("bounce suppressions (with the DSN's diagnostic code as the description): %s", resp.Body)
 		}
 		resp = e.Do(apitest.Request{Method: "GET", Path: "/api/domains/shop.example.com/suppressions/unsubscribes", Auth: e.user.Auth()})
 		if data, _ := resp.JSON["data"].([]any); len(data) != 1 || data[0].(map[string]any)["recipient"] != "cat@rcpt.example.net" {

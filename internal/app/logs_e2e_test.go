@@ -213,7 +213,7 @@ func TestLogEndpointsAuthAndOwnership(t *testing.T) {
 		env := apitest.Start(t, d, nil)
 		alice, bob := env.NewUser("alice"), env.NewUser("bob")
 		env.NewDomain(alice, "alice.example")
-		for _, path := range []string{"/api/domains/alice.example/log", "/api/domains/alice.example/log/stream"} {
+		for _, path := range []string{"/api/domains/alice.example/log", "/api/domains/alice.example/log/stream", "/api/domains/alice.example/log/export"} {
 			for _, c := range []struct {
 				name, path, auth string
 				status           int
@@ -234,7 +234,7 @@ func TestLogEndpointsAuthAndOwnership(t *testing.T) {
 		if err := env.App.Accounts.DisableUser(context.Background(), "alice"); err != nil {
 			t.Fatal(err)
 		}
-		for _, path := range []string{"/api/domains/alice.example/log", "/api/domains/alice.example/log/stream"} {
+		for _, path := range []string{"/api/domains/alice.example/log", "/api/domains/alice.example/log/stream", "/api/domains/alice.example/log/export"} {
 			resp := env.Do(apitest.Request{Method: "GET", Path: path, Auth: alice.Auth()})
 			if resp.StatusCode != 400 || !sameJSON(resp.JSON, map[string]any{"error": "User authentication missing"}) {
 				t.Errorf("disabled account %s: %d %s; want 400 User authentication missing", path, resp.StatusCode, resp.Body)

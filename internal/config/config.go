@@ -158,6 +158,9 @@ type Config struct {
 	// ValidationJobLease is how long a process holds a list-cleaning job
 	// for one batch: a job whose process died goes on elsewhere after it.
 	ValidationJobLease time.Duration
+	// LogExportsPerAccount is how many log exports (console or API) one
+	// account may run at once in a process (429 past it).
+	LogExportsPerAccount int
 	// ValidationJobsPerAccount is how many unfinished list-cleaning jobs
 	// one account may have (429 past it).
 	ValidationJobsPerAccount int
@@ -278,6 +281,7 @@ func Default() Config {
 		ValidationProbeTimeout:       15 * time.Second,
 		ValidationJobLease:           2 * time.Minute,
 		ValidationJobsPerAccount:     3,
+		LogExportsPerAccount:         2,
 		ValidationProbeCacheTTL:      24 * time.Hour,
 		ValidationCatchAllTTL:        24 * time.Hour,
 		ValidationProbeRequestBudget: time.Minute,
@@ -536,6 +540,9 @@ func (c Config) Validate() error {
 	}
 	if c.ValidationJobsPerAccount < 1 {
 		bad("validation-jobs-per-account", "must be at least 1, got %d", c.ValidationJobsPerAccount)
+	}
+	if c.LogExportsPerAccount < 1 {
+		bad("log-exports-per-account", "must be at least 1, got %d", c.LogExportsPerAccount)
 	}
 	if c.ValidationProbeCacheTTL < time.Minute {
 		bad("validation-probe-cache-ttl", "must be at least 1m, got %s", c.ValidationProbeCacheTTL)

@@ -28,6 +28,7 @@ import (
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/logexport"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/receiving"
 	"github.com/postline/postline/internal/sending"
@@ -64,6 +65,8 @@ type Deps struct {
 	Sessions *account.Sessions
 	Domains  *domain.Service
 	Events   *event.Service
+	// LogExports writes the log as a file (the log page's export).
+	LogExports *logexport.Exporter
 	// Suppressions is the domains' lists.
 	Suppressions *suppression.Service
 	Webhooks     *webhook.Service

@@ -11,6 +11,7 @@ import (
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/logexport"
 )
 
 // logPageSize is the entries one log page shows.
@@ -25,20 +26,8 @@ func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *account.Ses
 		return err
 	}
 	q := r.URL.Query()
-	f := event.Filter{DomainID: d.ID, Limit: logPageSize, Recipient: strings.TrimSpace(q.Get("recipient")),
-		Sender: strings.TrimSpace(q.Get("sender")), Subject: q.Get("subject"), Tags: q.Get("tags")}
-	var problems []string
-	if t := q.Get("type"); t != "" {
-		if f.Type = event.Type(t); !f.Type.Valid() {
-			problems = append(problems, "Unknown event type "+strconv.Quote(t)+".")
-			f.Type = ""
-		}
-	}
-	f.Start, f.End, problems = timeRange(q, problems)
-	if !f.Start.IsZero() && !f.End.IsZero() && f.End.Before(f.Start) {
-		problems = append(problems, "The end is before the start.")
-		f.Start, f.End = time.Time{}, time.Time{}
-	}
+	f, problems := logFilter(q, d.ID)
+	f.Limit = logPageSize
 	page, problems := pageNumber(q, 200, problems)
 	f.Offset = (page - 1) * logPageSize
 	pg, err := c.deps.Events.List(r.Context(), f)
@@ -64,8 +53,30 @@ func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *account.Ses
 		"Domain": d, "Entries": pg.Entries, "Total": pg.Total, "Exact": pg.Exact, "Page": page,
 		"HasNext": f.Offset+len(pg.Entries) < pg.Total, "HasPrev": page > 1,
 		"Next": "?" + next.Encode(), "Prev": "?" + prev.Encode(), "Types": event.Types(), "Q": q, "Problems": problems,
+		"ExportCSV": exportURL(d.Name, q, logexport.CSV), "ExportNDJSON": exportURL(d.Name, q, logexport.NDJSON),
 	}})
 	return nil
+}
+
+// logFilter reads the log page's filters (type, recipient, sender,
+// subject, tags, start, end); what is wrong is said in problems and left
+// out of the filter.
+func logFilter(q url.Values, domainID int64) (event.Filter, []string) {
+	f := event.Filter{DomainID: domainID, Recipient: strings.TrimSpace(q.Get("recipient")),
+		Sender: strings.TrimSpace(q.Get("sender")), Subject: q.Get("subject"), Tags: q.Get("tags")}
+	var problems []string
+	if t := q.Get("type"); t != "" {
+		if f.Type = event.Type(t); !f.Type.Valid() {
+			problems = append(problems, "Unknown event type "+strconv.Quote(t)+".")
+			f.Type = ""
+		}
+	}
+	f.Start, f.End, problems = timeRange(q, problems)
+	if !f.Start.IsZero() && !f.End.IsZero() && f.End.Before(f.Start) {
+		problems = append(problems, "The end is before the start.")
+		f.Start, f.End = time.Time{}, time.Time{}
+	}
+	return f, problems
 }
 
 // chainPage is one message's whole chain (send → queued → delivered,

@@ -47,6 +47,12 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *account.Sessio
 	case apperr.NotFound:
 		c.render(w, r, http.StatusNotFound, "notfound", view{Title: "Not found", Session: s,
 			Data: map[string]any{"Message": "There is nothing here, or it is not yours."}})
+	case apperr.RateLimited: // a bound such as --log-exports-per-account: its message names it
+		if e, ok := apperr.As(err); ok && e.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+		}
+		c.render(w, r, http.StatusTooManyRequests, "notfound", view{Title: "Too many at once", Session: s,
+			Data: map[string]any{"Message": faultMessage(err)}})
 	case apperr.Unavailable:
 		c.cfg.Logger.Warn("console: page unavailable", "path", r.URL.Path, "error", err)
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterUnavailable))

@@ -21,6 +21,7 @@ type tailEntry struct {
 	Recipient string `json:"recipient"`
 	Subject   string `json:"subject"`
 	MessageID string `json:"message_id"`
+	Reply     string `json:"reply"` // the receiving server's answer, if any
 }
 
 // tailSink writes stream frames as Server-Sent Events: `event: entries`
@@ -34,7 +35,7 @@ func (t tailSink) Logs(batch []event.Entry) error {
 	out := make([]tailEntry, len(batch))
 	for i, e := range batch {
 		out[i] = tailEntry{ID: e.ID, CreatedAt: e.CreatedAt.UTC().Format(time.RFC3339), Type: string(e.Type),
-			Recipient: e.Recipient, Subject: e.Subject, MessageID: e.MessageID}
+			Recipient: e.Recipient, Subject: e.Subject, MessageID: e.MessageID, Reply: e.Reply().String()}
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

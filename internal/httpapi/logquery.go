@@ -41,33 +41,11 @@ func parseLogQuery(r *http.Request, stream bool) (logQuery, error) {
 	fe := apperr.FieldErrors{}
 	bad := func(field, msg string) { fe.Add(field, msg); problems = append(problems, msg) }
 
-	f.Start = parseTimeParam(q, "start", false, bad)
-	f.End = parseTimeParam(q, "end", true, bad)
-	if !f.Start.IsZero() && !f.End.IsZero() && f.End.Before(f.Start) {
-		bad("end", "The end must not be before the start.")
+	allowed := event.Types()
+	if stream {
+		allowed = event.StreamTypes()
 	}
-	for _, p := range []struct {
-		name string
-		dst  *string
-	}{{"sender", &f.Sender}, {"recipient", &f.Recipient}, {"subject", &f.Subject}, {"tags", &f.Tags}} {
-		*p.dst = q.Get(p.name)
-		if len(*p.dst) > maxFilterLen {
-			bad(p.name, fmt.Sprintf("The %s filter must be at most %d characters.", p.name, maxFilterLen))
-		} else if strings.ContainsRune(*p.dst, 0) {
-			bad(p.name, fmt.Sprintf("The %s filter must not contain NUL characters.", p.name))
-		}
-	}
-	if v := q.Get("event_type"); v != "" {
-		allowed := event.Types()
-		if stream {
-			allowed = event.StreamTypes()
-		}
-		t := event.Type(v)
-		if !containsType(allowed, t) {
-			bad("event_type", "The event_type must be one of: "+joinTypes(allowed)+".")
-		}
-		f.Type = t
-	}
+	parseLogFilter(q, allowed, f, bad)
 	def, hi := listLimitDefault, listLimitMax
 	if stream {
 		def, hi = streamLimitDefault, streamLimitMax
@@ -107,6 +85,35 @@ func parseLogQuery(r *http.Request, stream bool) (logQuery, error) {
 		return lq, fe.ErrMessage(strings.Join(problems, " "))
 	}
 	return lq, nil
+}
+
+// parseLogFilter reads the filters the log endpoints share (start, end,
+// sender, recipient, subject, tags, event_type among allowed) into f,
+// reporting each bad one to bad.
+func parseLogFilter(q url.Values, allowed []event.Type, f *event.Filter, bad func(field, msg string)) {
+	f.Start = parseTimeParam(q, "start", false, bad)
+	f.End = parseTimeParam(q, "end", true, bad)
+	if !f.Start.IsZero() && !f.End.IsZero() && f.End.Before(f.Start) {
+		bad("end", "The end must not be before the start.")
+	}
+	for _, p := range []struct {
+		name string
+		dst  *string
+	}{{"sender", &f.Sender}, {"recipient", &f.Recipient}, {"subject", &f.Subject}, {"tags", &f.Tags}} {
+		*p.dst = q.Get(p.name)
+		if len(*p.dst) > maxFilterLen {
+			bad(p.name, fmt.Sprintf("The %s filter must be at most %d characters.", p.name, maxFilterLen))
+		} else if strings.ContainsRune(*p.dst, 0) {
+			bad(p.name, fmt.Sprintf("The %s filter must not contain NUL characters.", p.name))
+		}
+	}
+	if v := q.Get("event_type"); v != "" {
+		t := event.Type(v)
+		if !containsType(allowed, t) {
+			bad("event_type", "The event_type must be one of: "+joinTypes(allowed)+".")
+		}
+		f.Type = t
+	}
 }
 
 func containsType(ts []event.Type, t event.Type) bool {

@@ -81,6 +81,7 @@ func (s *Server) routeTable() []route {
 
 		{method: "GET", path: "/api/domains/{domain}/log", group: groupDomainLog, scope: account.ScopeLogRead, handler: s.handleLogList},
 		{method: "GET", path: "/api/domains/{domain}/log/stream", group: groupDomainLog, scope: account.ScopeLogRead, handler: s.handleLogStream},
+		{method: "GET", path: "/api/domains/{domain}/log/export", group: groupDomainLog, scope: account.ScopeLogRead, handler: s.handleLogExport},
 
 		{method: "DELETE", path: "/api/domains/{domain}/tracklink", group: groupDelete, scope: account.ScopeDomains, handler: s.handleRemoveTracking},
 		{method: "DELETE", path: "/api/domains/{domain}/auth-domain", group: groupDelete, scope: account.ScopeDomains, handler: s.handleRemoveAuthDomain},

@@ -16,6 +16,7 @@ import (
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/inboundroute"
+	"github.com/postline/postline/internal/logexport"
 	"github.com/postline/postline/internal/ratelimit"
 	"github.com/postline/postline/internal/receiving"
 	"github.com/postline/postline/internal/sending"
@@ -46,6 +47,8 @@ type Deps struct {
 	Suppressions *suppression.Service
 	// Events is the delivery log (list and stream endpoints).
 	Events *event.Service
+	// LogExports writes the log as a file (the export endpoint).
+	LogExports *logexport.Exporter
 	// Validator is the address validation pipeline.
 	Validator *validation.Validator
 	// Sending accepts transactional messages.

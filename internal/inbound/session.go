@@ -226,7 +226,8 @@ func (ss *session) mark(rc rcpt, reports []bounce.Report) (*tracking.Mark, strin
 			src += ":" + rep.Status
 		}
 		supp := &suppression.Entry{DomainID: t.DomainID, Type: suppression.Bounce, RecipientType: suppression.Email,
-			Recipient: event.Fold(t.Recipient), Source: &src, CreatedAt: now.UTC()}
+			Recipient: event.Fold(t.Recipient), Source: &src, CreatedAt: now.UTC(),
+			Description: suppression.BounceReason(event.Entry{Details: event.NewDetails(details)}.Reply().String())}
 		return &tracking.Mark{DeliveryID: t.DeliveryID, At: now, Suppression: supp, Bounced: true,
 			Entries: entries(t, event.Bounced, now, details)}, string(rep.Kind)
 	}

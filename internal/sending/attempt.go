@@ -192,6 +192,7 @@ func (w *Worker) record(ctx context.Context, a attemptRun, res delivery.Result, 
 			src = fmt.Sprintf("bounce:%d", e.Code)
 		}
 		bounce.Source = &src
+		bounce.Description = suppression.BounceReason(event.Reply{Code: e.Code, Enhanced: e.Enhanced, Text: e.Message}.String())
 		w.finish(ctx, d, Outcome{Transport: transport, TLS: tlsLabel, State: StateBounced, Code: e.Code, Message: e.Message}, []event.Entry{a.sendEntry(), perm,
 			deliveryEntry(d, event.Bounced, now, details)}, bounce)
 		return

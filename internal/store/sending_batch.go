@@ -311,8 +311,8 @@ const completeDelivery = `UPDATE deliveries SET state = $3, next_attempt_at = CO
 			last_code = $5, last_message = $6, lease_owner = NULL, lease_until = NULL, updated_at = $7
 			WHERE id = $1 AND lease_owner = $2 AND state = 'sending'`
 
-const insertBounce = `INSERT INTO suppressions (domain_id, type, recipient_type, recipient, source, created_at)
-				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (domain_id, type, recipient) DO NOTHING`
+const insertBounce = `INSERT INTO suppressions (domain_id, type, recipient_type, recipient, source, created_at, description)
+				VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (domain_id, type, recipient) DO NOTHING`
 
 // CompleteMany implements sending.Store. On SQLite the rows are updated
 // one by one in id order; on PostgreSQL one UPDATE ... FROM (VALUES ...)
@@ -363,7 +363,7 @@ func (s Sending) CompleteMany(ctx context.Context, owner string, cs []sending.Co
 		})
 		for _, b := range bounces {
 			if _, err := s.stmts.exec(ctx, q, insertBounce, b.DomainID, b.Type, b.RecipientType, b.Recipient, b.Source,
-				ms(b.CreatedAt)); err != nil {
+				ms(b.CreatedAt), b.Description); err != nil {
 				return notFound(err, "suppression")
 			}
 		}

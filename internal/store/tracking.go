@@ -87,9 +87,9 @@ func (s Tracking) recordIn(ctx context.Context, q Querier, m tracking.Mark) (boo
 		}
 	}
 	if e := m.Suppression; e != nil {
-		if _, err := q.ExecContext(ctx, `INSERT INTO suppressions (domain_id, type, recipient_type, recipient, source, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (domain_id, type, recipient) DO NOTHING`,
-			e.DomainID, e.Type, e.RecipientType, e.Recipient, e.Source, ms(e.CreatedAt)); err != nil {
+		if _, err := q.ExecContext(ctx, `INSERT INTO suppressions (domain_id, type, recipient_type, recipient, source, created_at, description)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (domain_id, type, recipient) DO NOTHING`,
+			e.DomainID, e.Type, e.RecipientType, e.Recipient, e.Source, ms(e.CreatedAt), e.Description); err != nil {
 			return false, err
 		}
 	}

@@ -97,9 +97,9 @@ func testSendingBatches(t *testing.T, db *store.DB) {
 	}
 	next := now.Add(5 * time.Minute)
 	bounce := func(dl sending.Delivery) *suppression.Entry {
-		src := "bounce:5.1.1"
+		src, why := "bounce:5.1.1", "550 5.1.1 no such user"
 		return &suppression.Entry{DomainID: d.ID, Type: suppression.Bounce, RecipientType: suppression.Email,
-			Recipient: dl.Recipient, Source: &src, CreatedAt: now}
+			Recipient: dl.Recipient, Source: &src, Description: &why, CreatedAt: now}
 	}
 	cs := []sending.Completion{
 		{ID: claimed[3].ID, Outcome: sending.Outcome{State: sending.StateDelivered, Code: 250, Message: "ok"},
@@ -149,6 +149,9 @@ func testSendingBatches(t *testing.T, db *store.DB) {
 	got, err := store.NewSuppressions(db).Matching(ctx, d.ID, []string{claimed[1].Recipient, claimed[2].Recipient})
 	if err != nil || len(got) != 1 || got[0].Recipient != claimed[2].Recipient {
 		t.Errorf("bounce suppressions = %+v, %v; want only %s (not the lost lease's)", got, err, claimed[2].Recipient)
+	}
+	if len(got) == 1 && (got[0].Description == nil || *got[0].Description != "550 5.1.1 no such user") {
+		t.Errorf("the bounce's description (the server's reply) = %v, want it kept", got[0].Description)
 	}
 
 	// Completing again finds no lease: nothing more is written.

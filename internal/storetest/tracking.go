@@ -54,14 +54,15 @@ func testTracking(t *testing.T, db *store.DB) {
 	if record(tracking.NoMark, event.Opened, nil) || !record(tracking.ClickedAt, event.Clicked, nil) {
 		t.Error("an unmarked open was first, or the first click was not")
 	}
-	src := "link"
+	src, why := "link", "550 5.7.1 reported as spam"
 	unsub := &suppression.Entry{DomainID: dom.ID, Type: suppression.Unsubscribe, RecipientType: suppression.Email,
-		Recipient: "bob@example.org", Source: &src, CreatedAt: now}
+		Recipient: "bob@example.org", Source: &src, Description: &why, CreatedAt: now}
 	if !record(tracking.UnsubscribedAt, event.Unsubscribed, unsub) || record(tracking.UnsubscribedAt, event.Unsubscribed, unsub) {
 		t.Error("unsubscribe first flags wrong")
 	}
 	got, err := store.NewSuppressions(db).Matching(ctx, dom.ID, []string{"bob@example.org"})
-	if err != nil || len(got) != 1 || got[0].Type != suppression.Unsubscribe || *got[0].Source != "link" {
+	if err != nil || len(got) != 1 || got[0].Type != suppression.Unsubscribe || *got[0].Source != "link" ||
+		got[0].Description == nil || *got[0].Description != why {
 		t.Errorf("suppressions after two unsubscribes = %+v, %v; want one unsubscribe", got, err)
 	}
 	list, err := store.NewEvents(db).List(ctx, event.Filter{DomainID: dom.ID, Limit: 100})

@@ -149,6 +149,30 @@ func (s *Service) Remove(ctx context.Context, domainID, id int64) error {
 	return err
 }
 
+// MaxRemoveMany bounds the entries one RemoveMany removes: a page's worth
+// (MaxPerPage), which is what a console page lets one select.
+const MaxRemoveMany = MaxPerPage
+
+// RemoveMany deletes the domain's entries with these ids and returns how
+// many it removed; an id that is not the domain's (or no longer there) is
+// skipped. More than MaxRemoveMany ids is an Invalid error naming "id".
+func (s *Service) RemoveMany(ctx context.Context, domainID int64, ids []int64) (int, error) {
+	if len(ids) > MaxRemoveMany {
+		return 0, apperr.Field("id", fmt.Sprintf("Select at most %d entries at once.", MaxRemoveMany))
+	}
+	n := 0
+	for _, id := range ids {
+		switch err := s.store.Delete(ctx, domainID, id); apperr.CodeOf(err) {
+		case "":
+			n++
+		case apperr.NotFound:
+		default:
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 // Find returns the domain's entry of type t for recipient (normalised as
 // Add does); NotFound when there is none.
 func (s *Service) Find(ctx context.Context, domainID int64, t Type, recipient string) (Entry, error) {

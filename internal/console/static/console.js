@@ -72,7 +72,7 @@
     t.textContent = e.created_at;
     local(t);
     cell(tr, "").appendChild(t);
-    cell(tr, e.type); cell(tr, e.recipient); cell(tr, e.subject);
+    cell(tr, e.type); cell(tr, e.recipient); cell(tr, e.subject); cell(tr, e.reply || "").className = "reply";
     var a = document.createElement("a");
     a.href = "/domains/" + encodeURIComponent(domain) + "/messages/" + encodeURIComponent(e.message_id);
     a.textContent = "chain";
