@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -363,6 +364,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	})
 	run("analytics", chromedp.Navigate(e.URL+"/analytics"), chromedp.WaitVisible(chromedp.CSS("svg.outcomes")))
 	shoot(ctx, t, shots, "analytics")
+	checkDarkMode(ctx, t, e.URL)
 	// List cleaning: upload 1,000 lines, wait for the job, download the results.
 	e.DNS.AddMX("acme-mail.com", 10, "mx.acme-mail.com")
 	e.DNS.AddA("mx.acme-mail.com", "192.0.2.10")
@@ -459,5 +461,31 @@ func checkAccessibility(ctx context.Context, t *testing.T, name string) {
 	}
 	for _, v := range found {
 		t.Errorf("%s: accessibility (axe-core %s, %s): %s at %v", name, v.ID, v.Impact, v.Help, v.Nodes)
+	}
+}
+
+// checkDarkMode: with the system in dark mode the console is dark (it
+// follows prefers-color-scheme) and axe-core finds no serious or critical
+// violation, contrast included, on a few pages; the test goes on in light.
+func checkDarkMode(ctx context.Context, t *testing.T, base string) {
+	t.Helper()
+	scheme := func(v string) {
+		t.Helper()
+		if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: v}}}); err != nil {
+			t.Fatalf("emulating prefers-color-scheme %s: %v", v, err)
+		}
+	}
+	scheme("dark")
+	defer scheme("light")
+	for _, p := range []string{"/", "/analytics", "/domains/shop.example.com", "/domains/shop.example.com/log"} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(base+p), chromedp.WaitVisible(chromedp.CSS("main"))); err != nil {
+			t.Fatalf("dark %s: %v", p, err)
+		}
+		bg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
+		if err != nil || bg != "rgb(15, 20, 25)" {
+			t.Errorf("dark %s: the page's background is %q (%v), want the dark scheme's rgb(15, 20, 25)", p, bg, err)
+		}
+		checkAccessibility(ctx, t, "dark "+p)
 	}
 }

@@ -787,13 +787,13 @@ func TestConsoleTemplatesAndSchedule(t *testing.T) {
 	resp := e.send(t, append(basicParts("later@rcpt.example.net"), part{name: "deliver_at", value: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}), nil)
 	id := resp.JSON["data"].(map[string]any)["message_ids"].([]any)[0].(string)
 	_, page = b.do("GET", "/domains/shop.example.com/messages/"+id, nil, nil)
-	if !strings.Contains(page, "<td>scheduled</td>") || !strings.Contains(page, "Cancel what is not sent yet") {
+	if !strings.Contains(page, `<span class="badge warn">scheduled</span>`) || !strings.Contains(page, "Cancel what is not sent yet") {
 		t.Fatalf("the scheduled message's page:\n%s", page)
 	}
 	if r, _ := b.do("POST", "/domains/shop.example.com/messages/"+id+"/cancel", url.Values{"csrf": {csrf}}, nil); r.StatusCode != 303 {
 		t.Fatalf("cancel: %d", r.StatusCode)
 	}
-	if _, page = b.do("GET", "/domains/shop.example.com/messages/"+id, nil, nil); !strings.Contains(page, "<td>cancelled</td>") || strings.Contains(page, "Cancel what") {
+	if _, page = b.do("GET", "/domains/shop.example.com/messages/"+id, nil, nil); !strings.Contains(page, `<span class="badge bad">cancelled</span>`) || strings.Contains(page, "Cancel what") {
 		t.Errorf("after cancel:\n%s", page)
 	}
 }

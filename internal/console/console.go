@@ -129,7 +129,7 @@ func New(cfg Config, deps Deps) (*Console, error) {
 	}
 	funcs := template.FuncMap{"css": func() string { return c.css }, "js": func() string { return c.js },
 		"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) }, "join": strings.Join, "inc": func(n int) int { return n + 1 },
-		"num": anyNum, "fields": detailFields,
+		"num": anyNum, "fields": detailFields, "badge": badgeClass,
 		"mxhost": func() string {
 			if c.deps.Domains == nil {
 				return ""

@@ -44,3 +44,15 @@ func anyNum(v any) string {
 	}
 	return "?"
 }
+
+// badgeClass is the badge a state is shown with: ok for what went well,
+// bad for what failed or ended, warn for what is still on its way.
+func badgeClass(state string) string {
+	switch state {
+	case "verified", "delivered":
+		return "badge ok"
+	case "failed", "bounced", "ended", "cancelled":
+		return "badge bad"
+	}
+	return "badge warn"
+}
