@@ -98,13 +98,13 @@ func browserContext(t *testing.T) (context.Context, func()) {
 	return ctx, func() { cancelT(); cancelB(); cancelA() }
 }
 
-// shoot writes the current page at 1440×900 and 390×844 to dir.
+// shoot writes the current page at 1280×800 (the desktop) and 390×844 to dir.
 func shoot(ctx context.Context, t *testing.T, dir, name string) {
 	t.Helper()
 	for _, size := range []struct {
 		w, h int64
 		tag  string
-	}{{1440, 900, "desktop"}, {390, 844, "phone"}} {
+	}{{1280, 800, "desktop"}, {390, 844, "phone"}} {
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(size.w, size.h)); err != nil {
 			t.Fatalf("viewport: %v", err)
 		}
