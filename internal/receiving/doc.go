@@ -29,14 +29,14 @@
 //     holds at most Config.StoreBytesPerAccount of them (ErrStoreFull, a
 //     temporary refusal, past it);
 //   - forward(URL), forward(address), store(notify=URL)'s notification:
-//     handed to the Forwarder. The one this slice ships carries none out
-//     and says so (outcome "unsupported"); the message is still accepted
-//     and logged;
+//     handed to the Forwarder (Forwarders: the URL side queues posts,
+//     internal/inboundpost, outcome "queued"; a side not wired says
+//     "unsupported"); the message is still accepted and logged;
 //   - stop(): no later route (Evaluate stops there).
 //
 // Every recipient gets one `received` log entry in its domain's log, in the
 // transaction that stores its message: the routes that took it and each
-// action's outcome (stored, unsupported, skipped, done). A recipient no
+// action's outcome (stored, queued, unsupported, skipped, done). A recipient no
 // route takes after DATA is ErrNoRoute when no recipient of the message is
 // taken (550), else ErrRoutesChanged (451: the routes changed between RCPT
 // and DATA; the retry is decided afresh): never accepted and dropped.
