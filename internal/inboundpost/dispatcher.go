@@ -30,8 +30,9 @@ type Config struct {
 	// RecordWait is how long a post waits for its message's receipt to
 	// be recorded before it is dropped (default 5m).
 	RecordWait time.Duration
-	// Keep is how long finished posts are kept, so that a client's late
-	// retry is still recognised (default 72h).
+	// Keep is how long posts are kept, so that a client's late retry is
+	// still recognised (default 72h; never less than a post may take to
+	// end).
 	Keep         time.Duration
 	AllowPrivate bool // --webhook-allow-private
 	// Resolver looks up hosts (the --dns-server resolver); nil: the system's.
@@ -86,12 +87,16 @@ type Dispatcher struct {
 func NewDispatcher(cfg Config, deps Deps) *Dispatcher {
 	cfg.Poll = cmp.Or(cfg.Poll, time.Second)
 	cfg.Timeout = cmp.Or(cfg.Timeout, 30*time.Second)
-	cfg.Lease = cmp.Or(cfg.Lease, 2*time.Minute)
+	// A lease outlives the post it covers, or another process would post
+	// it again meanwhile.
+	cfg.Lease = max(cmp.Or(cfg.Lease, 2*time.Minute), 2*cfg.Timeout)
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, 4)
 	cfg.RetryBase = cmp.Or(cfg.RetryBase, 10*time.Second)
 	cfg.RetryWindow = cmp.Or(cfg.RetryWindow, 8*time.Hour)
 	cfg.RecordWait = cmp.Or(cfg.RecordWait, 5*time.Minute)
-	cfg.Keep = cmp.Or(cfg.Keep, 72*time.Hour)
+	// Pending posts are never pruned: kept at least as long as one can
+	// be retried.
+	cfg.Keep = max(cmp.Or(cfg.Keep, 72*time.Hour), cfg.RetryWindow+cfg.RecordWait+cfg.Lease)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
