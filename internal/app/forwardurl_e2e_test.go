@@ -409,3 +409,40 @@ func TestForwardURLGuard(t *testing.T) {
 		t.Fatalf("guarded forward: outcome %v, error %v, %d posts reached the app", e("outcome"), e("error"), len(app.got()))
 	}
 }
+
+// TestForwardURLRefusedMessage: a message refused after its forward was
+// queued (its store() is past the account's bound: 452) is not posted,
+// while a message accepted after it is.
+func TestForwardURLRefusedMessage(t *testing.T) {
+	t.Parallel()
+	r := startInbound(t, store.SQLite, func(c *config.Config) { c.InboundStoreBytesPerAccount = 64 << 10 })
+	app := newCapture(t)
+	r.route(t, r.user, 1, `match_recipient("^help@")`, `forward("`+app.URL+`/in")`, "store()")
+	big := crlfText("From: ann@sender.example\nSubject: big\nMessage-ID: <big@sender.example>\n\n" + strings.Repeat(strings.Repeat("x", 70)+"\n", 1024))
+	if res := deliver(t, r.addr, "ann@sender.example", []string{"help@shop.example.com"}, big); smtpCode(res.data) != 452 {
+		t.Fatalf("DATA of a message past the store's bound: %v; want 452", res.data)
+	}
+	// Two messages accepted after it, the second once the first is
+	// posted: by then the refused one's post has been looked at in more
+	// than one round.
+	for i, subject := range []string{"small", "later"} {
+		msg := crlfText("From: ann@sender.example\nSubject: " + subject + "\nMessage-ID: <" + subject + "@sender.example>\n\nHi\n")
+		if res := deliver(t, r.addr, "ann@sender.example", []string{"help@shop.example.com"}, msg); res.data != nil {
+			t.Fatalf("DATA: %v", res.data)
+		}
+		r.waitPost(t, "help@shop.example.com", i+1)
+	}
+	var subjects []string
+	for _, p := range app.got() {
+		v, _, _ := p.form(t)
+		subjects = append(subjects, v.Get("subject"))
+	}
+	if fmt.Sprint(subjects) != "[small later]" {
+		t.Fatalf("posted %v; want the accepted messages, never the refused one", subjects)
+	}
+	var queued int
+	r.App.DB.Reader().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM inbound_posts WHERE state = 'pending'`).Scan(&queued)
+	if queued != 1 {
+		t.Fatalf("%d posts pending; want the refused message's, waiting for a receipt that never comes", queued)
+	}
+}
