@@ -39,8 +39,10 @@ func setupRouteAdd(fs *flag.FlagSet) runFunc {
 	fs.Var(&actions, "action", "an `ACTION` to take, e.g. 'forward(\"https://app.example/in\")' or 'stop()' (repeat for several, in order)")
 	priority := fs.Int("priority", 0, "lower is evaluated first")
 	description := fs.String("description", "", "what the route is for")
+	format := fs.String("format", inboundroute.FormatMailgun, "what its URL forwards and notifications post: mailgun, json (Postmark's) or raw")
 	return func(ctx context.Context, x *inv) error {
-		x.fields = map[string]string{"expression": "--expression", "actions": "--action", "priority": "--priority", "description": "--description"}
+		x.fields = map[string]string{"expression": "--expression", "actions": "--action", "priority": "--priority", "description": "--description",
+			"format": "--format"}
 		for i, a := range actions {
 			x.fields[fmt.Sprintf("actions[%d]", i)] = fmt.Sprintf("--action %q", a)
 		}
@@ -53,7 +55,7 @@ func setupRouteAdd(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		d, err := a.Routes.Create(ctx, acc.ID, inboundroute.Change{Expression: expression, Actions: []string(actions),
-			Priority: priority, Description: description})
+			Priority: priority, Description: description, Format: format})
 		if err != nil {
 			return err
 		}
@@ -107,6 +109,7 @@ func setupRouteShow(*flag.FlagSet) runFunc {
 		for _, act := range d.Actions {
 			fmt.Fprintf(x.stdout, "action       %s\n", act)
 		}
+		fmt.Fprintf(x.stdout, "format       %s\n", d.Format)
 		fmt.Fprintf(x.stdout, "created      %s\n", d.CreatedAt.Format("2006-01-02 15:04:05 UTC"))
 		return nil
 	}

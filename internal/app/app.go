@@ -34,6 +34,7 @@ import (
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/httpapi"
 	"github.com/postline/postline/internal/inbound"
+	"github.com/postline/postline/internal/inboundpost"
 	"github.com/postline/postline/internal/inboundroute"
 	"github.com/postline/postline/internal/logexport"
 	"github.com/postline/postline/internal/ratelimit"
@@ -95,8 +96,11 @@ type App struct {
 	// Webhooks manages webhook endpoints; the dispatcher posts to them (serve only).
 	Webhooks   *webhook.Service
 	dispatcher *webhook.Dispatcher
-	probeOnce  sync.Once
-	probes     *prometheus.CounterVec
+	// inboundPosts posts routes' forwards to URLs and store
+	// notifications (serve only; receiving.go).
+	inboundPosts *inboundpost.Dispatcher
+	probeOnce    sync.Once
+	probes       *prometheus.CounterVec
 	// transport is delivery's, once sending is open: mailbox probes take
 	// its per-egress-path connection slots.
 	transport atomic.Pointer[delivery.Transport]

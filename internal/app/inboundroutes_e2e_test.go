@@ -56,8 +56,8 @@ func TestInboundRoutesAPI(t *testing.T) {
 		}
 		catchAll := create(alice, map[string]any{"expression": "catch_all()", "actions": []string{"store()"}, "priority": 10})
 		first := create(alice, map[string]any{"expression": `match_header("Subject", ".*urgent")`, "actions": []string{`forward("pager@ops.example")`}})
-		if first["priority"] != 0.0 || first["description"] != "" {
-			t.Errorf("defaults: %v; want priority 0 and no description", first)
+		if first["priority"] != 0.0 || first["description"] != "" || first["format"] != "mailgun" {
+			t.Errorf("defaults: %v; want priority 0, no description and the mailgun format", first)
 		}
 		bobs := create(bob, map[string]any{"expression": `match_recipient(".*@bob\.example")`, "actions": []string{"stop()"}})
 
@@ -95,6 +95,10 @@ func TestInboundRoutesAPI(t *testing.T) {
 			data["expression"] != support["expression"] || len(data["actions"].([]any)) != 3 || data["created_at"] != support["created_at"] {
 			t.Errorf("PUT priority: %d %s", upd.StatusCode, upd.Body)
 		}
+		upd = do(alice, "PUT", path, map[string]any{"format": "json"})
+		if data, _ := upd.JSON["data"].(map[string]any); upd.StatusCode != 200 || data["format"] != "json" || data["priority"] != 1.0 {
+			t.Errorf("PUT format: %d %s", upd.StatusCode, upd.Body)
+		}
 		upd = do(alice, "PUT", path, map[string]any{"description": "", "actions": []string{`forward("desk@alice.example")`}})
 		if data, _ := upd.JSON["data"].(map[string]any); upd.StatusCode != 200 || data["description"] != "" || len(data["actions"].([]any)) != 1 || data["priority"] != 1.0 {
 			t.Errorf("PUT description and actions: %d %s", upd.StatusCode, upd.Body)
@@ -115,6 +119,7 @@ func TestInboundRoutesAPI(t *testing.T) {
 			{"POST", "/api/routes", map[string]any{"expression": "catch_all()", "actions": []string{"stop()", `forward("ftp://x.example/")`}}, "actions[1]", "http or https URL"},
 			{"POST", "/api/routes", map[string]any{"expression": `match_recipient("(.*)@alice\.example")`, "actions": []string{`forward("https://\1.example/")`}}, "actions[0]", "scheme or host"},
 			{"POST", "/api/routes", map[string]any{"expression": "catch_all()", "actions": []string{"stop()"}, "priority": -1}, "priority", "from 0 to"},
+			{"POST", "/api/routes", map[string]any{"expression": "catch_all()", "actions": []string{"stop()"}, "format": "xml"}, "format", "mailgun, json, raw"},
 			{"POST", "/api/routes", map[string]any{"expression": "catch_all()", "actions": []string{"stop()"}, "priority": "high"}, "priority", "number"},
 			{"POST", "/api/routes", map[string]any{"expression": "catch_all()", "actions": []string{"stop()"}, "description": strings.Repeat("d", 1001)}, "description", "at most 1000"},
 			{"POST", "/api/routes", map[string]any{"expression": strings.Repeat(" ", 4001) + "catch_all()", "actions": []string{"stop()"}}, "expression", "at most 4000 bytes"},

@@ -30,7 +30,8 @@ func TestDeliveryMetrics(t *testing.T) {
 	before := scrape()
 	for _, series := range []string{`postline_queue_messages{state="queued"} 0`, `postline_queue_messages{state="deferred"} 0`,
 		`postline_queue_messages{state="in_flight"} 0`, `postline_deliveries_total{outcome="bounced",tls="none",transport="direct"} 0`,
-		`postline_webhook_posts_total{outcome="failed"} 0`, `postline_validation_cache_total{result="hit"} 0`} {
+		`postline_webhook_posts_total{outcome="failed"} 0`, `postline_validation_cache_total{result="hit"} 0`,
+		`postline_inbound_posts_total{outcome="posted"} 0`, `postline_inbound_posts_total{outcome="failed"} 0`} {
 		if !strings.Contains(before, series) {
 			t.Errorf("at startup the metrics lack %s", series)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/domain"
+	"github.com/postline/postline/internal/inboundpost"
 	"github.com/postline/postline/internal/mailforward"
 	"github.com/postline/postline/internal/receiving"
 	"github.com/postline/postline/internal/sending"
@@ -20,10 +21,19 @@ import (
 // read stored messages from.
 func (a *App) openReceiving() {
 	cfg := a.Config
+	posts := store.NewInboundPosts(a.DB)
 	a.Receiving = receiving.NewService(receiving.Config{AuthservID: a.authservID(), Retention: cfg.InboundRetention,
 		StoreBytesPerAccount: cfg.InboundStoreBytesPerAccount, Logger: a.Logger},
 		receiving.Deps{Domains: a.Domains, Routes: a.Routes, Store: store.NewInboundMessages(a.DB), Resolver: a.Resolver, Events: a.Events,
-			Forwarder: receiving.Forwarders{Address: a.addressForwarder()}})
+			Forwarder: receiving.Forwarders{URL: inboundpost.NewOutbox(posts, nil), Address: a.addressForwarder()}})
+	a.inboundPosts = inboundpost.NewDispatcher(inboundpost.Config{Timeout: cfg.InboundPostTimeout, RetryBase: cfg.InboundPostFirstRetry,
+		RetryWindow: cfg.InboundPostRetryWindow, AllowPrivate: cfg.WebhookAllowPrivate, Resolver: a.Resolver,
+		PublicURL: cfg.EffectivePublicURL(), Keep: cfg.InboundRetention, Logger: a.Logger, Metrics: inboundpost.NewMetrics(a.Registry)},
+		inboundpost.Deps{Store: posts, Log: store.NewEvents(a.DB), Keys: a.Webhooks, Wake: a.Events.Wake,
+			DomainName: func(ctx context.Context, id int64) (string, error) {
+				d, err := a.Domains.ByID(ctx, id)
+				return d.Name, err
+			}})
 }
 
 // addressForwarder carries out routes' forward(address): through the
@@ -93,29 +103,35 @@ func (a *App) inboundTLS() (*tls.Config, error) {
 }
 
 // startInbound starts the inbound listener (when configured) with
-// STARTTLS, and the retention of stored messages; stop ends both.
+// STARTTLS, the retention of stored messages and the dispatcher of
+// routes' posts (forwards to URLs, store notifications); stop ends them.
 func (a *App) startInbound(ctx context.Context) (stop func(), err error) {
 	pruner := a.Receiving.NewPruner()
 	if err := pruner.Start(ctx); err != nil {
 		return nil, err
 	}
+	if err := a.inboundPosts.Start(ctx); err != nil {
+		pruner.Stop()
+		return nil, err
+	}
+	stopLoops := func() { a.inboundPosts.Stop(); pruner.Stop() }
 	if a.Inbound == nil {
-		return pruner.Stop, nil
+		return stopLoops, nil
 	}
 	tc, err := a.inboundTLS()
 	if err != nil {
-		pruner.Stop()
+		stopLoops()
 		return nil, err
 	}
 	a.Inbound.SetTLS(tc)
 	if err := a.Inbound.Listen(a.Config.SMTPListen); err != nil {
-		pruner.Stop()
+		stopLoops()
 		return nil, err
 	}
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), a.Config.ShutdownTimeout)
 		defer cancel()
 		a.Inbound.Shutdown(sctx) //nolint:errcheck // shutting down anyway
-		pruner.Stop()
+		stopLoops()
 	}, nil
 }

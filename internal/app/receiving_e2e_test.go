@@ -173,7 +173,8 @@ func jsonList(resp *apitest.Response) []map[string]any {
 // signed message from a sender whose SPF and DMARC pass is stored by a
 // route, read back parsed and raw (our Authentication-Results on top, the
 // sender's claim to our name renamed), its attachment downloads intact;
-// its log entry lists each action's outcome, the forward "unsupported";
+// its log entry lists each action's outcome, the forward "queued" with
+// its post's token;
 // a forgery is stored too, with the failures recorded; unknown recipients
 // and a domain without inbound get 550 at RCPT; past --smtp-max-bytes,
 // 552; the list filters; metrics count.
@@ -286,8 +287,8 @@ func TestReceivingStoreAndRead(t *testing.T) {
 		json.Unmarshal(entries[0].Details, &det)
 		if entries[0].Sender != "bounce@sender.example" || entries[0].Subject != "Order 1001 late" || entries[0].MessageID != "Order-1@sender.example" ||
 			fmt.Sprint(det.Routes) != "["+help+"]" || det.Stored != id || det.IP != "127.0.0.1" || len(det.Actions) != 3 ||
-			det.Actions[0]["outcome"] != "stored" || det.Actions[1]["outcome"] != "unsupported" ||
-			det.Actions[1]["reason"] != "forward actions are not carried out yet" || det.Actions[1]["destination"] != "https://app.example/hook" ||
+			det.Actions[0]["outcome"] != "stored" || det.Actions[1]["outcome"] != "queued" || !postToken.MatchString(fmt.Sprint(det.Actions[1]["post"])) ||
+			det.Actions[1]["format"] != "mailgun" || det.Actions[1]["destination"] != "https://app.example/hook" ||
 			det.Actions[2]["action"] != "stop" || det.Actions[2]["outcome"] != "done" {
 			t.Fatalf("received entry: %+v %s", entries[0], entries[0].Details)
 		}

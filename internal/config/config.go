@@ -40,6 +40,11 @@ type Config struct {
 	// carry and still be forwarded to an address (a forward past it is
 	// refused: a loop through other servers' forwards).
 	InboundMaxForwards int
+	// InboundPostTimeout bounds one post of a route's forward to a URL or
+	// store notification; InboundPostFirstRetry is the wait after its first
+	// failure (doubling to an hour), InboundPostRetryWindow how long after
+	// it was queued a failing post is retried.
+	InboundPostTimeout, InboundPostFirstRetry, InboundPostRetryWindow time.Duration
 	// SMTPMaxConnections and SMTPMaxConnectionsPerIP bound each SMTP
 	// listener (inbound and both submission ones): connections open at
 	// once, and from one client address.
@@ -256,6 +261,9 @@ func Default() Config {
 		InboundPerIPPerMinute:       60,
 		InboundStoreBytesPerAccount: 1 << 30,
 		InboundMaxForwards:          10,
+		InboundPostTimeout:          30 * time.Second,
+		InboundPostFirstRetry:       10 * time.Second,
+		InboundPostRetryWindow:      8 * time.Hour,
 		SMTPMaxConnections:          1000,
 		SMTPMaxConnectionsPerIP:     20,
 		SMTPPreAuthTimeout:          30 * time.Second,
@@ -434,6 +442,15 @@ func (c Config) Validate() error {
 	}
 	if c.InboundRetention < time.Second || c.InboundRetention > 366*24*time.Hour {
 		bad("inbound-retention", "must be between 1s and 366d, got %s", c.InboundRetention)
+	}
+	if c.InboundPostTimeout < 100*time.Millisecond || c.InboundPostTimeout > 10*time.Minute {
+		bad("inbound-post-timeout", "must be between 100ms and 10m, got %s", c.InboundPostTimeout)
+	}
+	if c.InboundPostFirstRetry < 10*time.Millisecond || c.InboundPostFirstRetry > time.Hour {
+		bad("inbound-post-first-retry", "must be between 10ms and 1h, got %s", c.InboundPostFirstRetry)
+	}
+	if c.InboundPostRetryWindow < time.Second || c.InboundPostRetryWindow > 7*24*time.Hour {
+		bad("inbound-post-retry-window", "must be between 1s and 7d, got %s", c.InboundPostRetryWindow)
 	}
 	if c.InboundPerIPPerMinute < 1 {
 		bad("inbound-per-ip-per-minute", "must be at least 1, got %d", c.InboundPerIPPerMinute)

@@ -42,6 +42,12 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 		}
 		return err
 	})
+	fs.DurationVar(&cfg.InboundPostTimeout, "inbound-post-timeout", cfg.InboundPostTimeout,
+		"how long one post of a route's forward to a URL (or store notification) may take")
+	fs.DurationVar(&cfg.InboundPostFirstRetry, "inbound-post-first-retry", cfg.InboundPostFirstRetry,
+		"wait after a route's post first fails (5xx, no answer); it doubles to an hour")
+	fs.DurationVar(&cfg.InboundPostRetryWindow, "inbound-post-retry-window", cfg.InboundPostRetryWindow,
+		"how long after it was queued a failing post of a route is retried before it is given up")
 	fs.IntVar(&cfg.InboundPerIPPerMinute, "inbound-per-ip-per-minute", cfg.InboundPerIPPerMinute,
 		"messages to inbound domains one client address (IPv6: its /64) may send a minute; past it 421 4.7.0")
 	byteFlag(fs, &cfg.InboundStoreBytesPerAccount, "inbound-store-bytes-per-account", "most bytes of one account's stored received messages, "+

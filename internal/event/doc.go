@@ -4,8 +4,8 @@
 //
 // # Contract
 //
-//   - An Entry has one of twelve Types (a closed set, see Types): eleven
-//     for sent mail and Received for mail to inbound domains. Entries
+//   - An Entry has one of thirteen Types (a closed set, see Types): eleven
+//     for sent mail, Received and Post for mail to inbound domains. Entries
 //     are append-only: nothing updates them; retention deletes the old ones.
 //   - Record stores a batch in one transaction and only then wakes the
 //     domain's followers. RecordTx does the same inside a caller's

@@ -25,12 +25,16 @@ const (
 	// Received is a message received for an inbound domain, with the
 	// routes that took it and what each action did (details.actions).
 	Received Type = "received"
+	// Post is the end of a route's post of a received message to a URL
+	// (a forward or a store notification): details.outcome posted (2xx)
+	// or failed (refused, or given up), with the status and the error.
+	Post Type = "post"
 )
 
-var types = []Type{Queued, Send, Delivered, TemporaryFail, Deferred, PermanentFail, Bounced, Failed, Opened, Clicked, Unsubscribed, Received}
+var types = []Type{Queued, Send, Delivered, TemporaryFail, Deferred, PermanentFail, Bounced, Failed, Opened, Clicked, Unsubscribed, Received, Post}
 
-// Types returns the twelve event types: the eleven of sent mail, then
-// Received.
+// Types returns the thirteen event types: the eleven of sent mail, then
+// Received and Post (received mail's).
 func Types() []Type { return append([]Type(nil), types...) }
 
 // StreamTypes returns the types the stream endpoint filters on: all but
@@ -45,7 +49,7 @@ func StreamTypes() []Type {
 	return out
 }
 
-// Valid reports whether t is one of the twelve types.
+// Valid reports whether t is one of the thirteen types.
 func (t Type) Valid() bool {
 	for _, v := range types {
 		if v == t {

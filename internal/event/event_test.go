@@ -11,7 +11,7 @@ import (
 func TestTypes(t *testing.T) {
 	t.Parallel()
 	want := []string{"queued", "send", "delivered", "bounced", "failed", "opened", "clicked", "unsubscribed",
-		"temporary_fail", "permanent_fail", "deferred", "received"}
+		"temporary_fail", "permanent_fail", "deferred", "received", "post"}
 	var got []string
 	for _, ty := range event.Types() {
 		got = append(got, string(ty))
@@ -22,8 +22,8 @@ func TestTypes(t *testing.T) {
 		t.Errorf("Types() = %v, want %v", got, want)
 	}
 	stream := event.StreamTypes()
-	if len(stream) != 11 || slices.Contains(stream, event.Send) {
-		t.Errorf("StreamTypes() = %v, want the eleven without send", stream)
+	if len(stream) != 12 || slices.Contains(stream, event.Send) {
+		t.Errorf("StreamTypes() = %v, want the twelve without send", stream)
 	}
 	for _, c := range []struct {
 		typ  event.Type

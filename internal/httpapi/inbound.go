@@ -170,16 +170,13 @@ func (s *Server) handleGetInbound(w http.ResponseWriter, r *http.Request, p acco
 	base := s.publicBase(r) + "/api/domains/" + url.PathEscape(d.Name) + "/inbound/" + m.ID
 	headers := make([][2]string, len(parsed.Headers))
 	copy(headers, parsed.Headers)
+	attURL := func(a receiving.Attachment) string { return base + "/attachments/" + strconv.Itoa(a.Index) }
 	atts := make([]map[string]any, len(parsed.Attachments))
-	cids := map[string]string{}
 	for i, a := range parsed.Attachments {
-		u := base + "/attachments/" + strconv.Itoa(a.Index)
 		atts[i] = map[string]any{"index": a.Index, "filename": a.Filename, "content-type": a.ContentType, "size": a.Size,
-			"content-id": a.ContentID, "inline": a.Inline, "url": u}
-		if a.ContentID != "" {
-			cids["<"+a.ContentID+">"] = u
-		}
+			"content-id": a.ContentID, "inline": a.Inline, "url": attURL(a)}
 	}
+	cids := parsed.ContentIDMap(attURL)
 	v := inboundListView(m)
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": map[string]any{
 		"id": v.ID, "recipient": v.Recipient, "sender": v.Sender, "from": v.From, "subject": v.Subject,

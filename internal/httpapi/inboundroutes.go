@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -21,6 +22,7 @@ type routeJSON struct {
 	Description string   `json:"description"`
 	Expression  string   `json:"expression"`
 	Actions     []string `json:"actions"`
+	Format      string   `json:"format"`
 	CreatedAt   string   `json:"created_at"`
 }
 
@@ -30,7 +32,7 @@ func routeView(d inboundroute.Definition) routeJSON {
 		actions = []string{}
 	}
 	return routeJSON{ID: d.ID, Priority: d.Priority, Description: d.Description, Expression: d.Expression,
-		Actions: actions, CreatedAt: timeJSON(d.CreatedAt)}
+		Actions: actions, Format: cmp.Or(d.Format, inboundroute.FormatMailgun), CreatedAt: timeJSON(d.CreatedAt)}
 }
 
 // routesAllowed refuses a key limited to domains: a route applies to
@@ -50,10 +52,11 @@ type routeChangeJSON struct {
 	Description *string   `json:"description"`
 	Expression  *string   `json:"expression"`
 	Actions     *[]string `json:"actions"`
+	Format      *string   `json:"format"`
 }
 
 func (in routeChangeJSON) change() inboundroute.Change {
-	c := inboundroute.Change{Priority: in.Priority, Description: in.Description, Expression: in.Expression}
+	c := inboundroute.Change{Priority: in.Priority, Description: in.Description, Expression: in.Expression, Format: in.Format}
 	if in.Actions != nil {
 		c.Actions = *in.Actions
 	}

@@ -30,6 +30,9 @@ type Action struct {
 	URL, Address, Notify string
 	// RouteID is the route the action is of (Route.ID).
 	RouteID string
+	// Format is the route's format for what a URL action posts
+	// (FormatMailgun when the route has none).
+	Format string
 	// Skipped, when set, says why the action is not to run: its captures
 	// made its destination invalid. Its URL, Address and Notify are "".
 	Skipped string
@@ -85,6 +88,7 @@ type step struct {
 type Route struct {
 	ID       string
 	Priority int
+	Format   string // carried into its Actions
 
 	filters  []filter
 	catchAll bool
@@ -381,7 +385,7 @@ func (f filter) matchHeader(h Header) (string, []int) {
 func (r *Route) Actions(c Captures) []Action {
 	out := make([]Action, 0, len(r.steps))
 	for _, s := range r.steps {
-		a := Action{Kind: s.kind, RouteID: r.ID}
+		a := Action{Kind: s.kind, RouteID: r.ID, Format: cmp.Or(r.Format, FormatMailgun)}
 		switch {
 		case s.kind == KindForward && s.dest.isURL:
 			a.URL, a.Skipped = s.dest.fillURL(c)

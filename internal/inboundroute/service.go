@@ -1,10 +1,12 @@
 package inboundroute
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -22,7 +24,9 @@ type Definition struct {
 	Description string
 	Expression  string
 	Actions     []string
-	CreatedAt   time.Time
+	// Format is how its URL forwards and notifications post (Formats).
+	Format    string
+	CreatedAt time.Time
 }
 
 // Compile compiles the definition, carrying its ID and priority.
@@ -31,9 +35,20 @@ func (d Definition) Compile() (*Route, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.ID, r.Priority = d.ID, d.Priority
+	r.ID, r.Priority, r.Format = d.ID, d.Priority, cmp.Or(d.Format, FormatMailgun)
 	return r, nil
 }
+
+// The formats of a route's posts (Definition.Format): what its
+// forward(URL) actions and store notifications send.
+const (
+	FormatMailgun = "mailgun" // Mailgun's form fields (the default)
+	FormatJSON    = "json"    // Postmark's inbound JSON
+	FormatRaw     = "raw"     // the message itself, message/rfc822
+)
+
+// Formats are the valid formats, the default first.
+var Formats = []string{FormatMailgun, FormatJSON, FormatRaw}
 
 // Store keeps routes.
 type Store interface {
@@ -61,6 +76,7 @@ type Change struct {
 	Description *string
 	Expression  *string
 	Actions     []string
+	Format      *string
 }
 
 // Service keeps the accounts' routes: checked by Compile before they are
@@ -187,6 +203,10 @@ func apply(d *Definition, c Change) {
 	if c.Actions != nil {
 		d.Actions = c.Actions
 	}
+	if c.Format != nil {
+		d.Format = *c.Format
+	}
+	d.Format = cmp.Or(d.Format, FormatMailgun)
 }
 
 // check refuses what may not be stored, naming every field at fault.
@@ -200,6 +220,9 @@ func check(d Definition) error {
 		fe.Add("description", fmt.Sprintf("The description may be at most %d bytes.", MaxDescriptionBytes))
 	case !utf8.ValidString(d.Description) || strings.ContainsFunc(d.Description, func(r rune) bool { return r < 0x20 || r == 0x7f }):
 		fe.Add("description", "The description must be UTF-8 text without control characters.")
+	}
+	if !slices.Contains(Formats, d.Format) {
+		fe.Add("format", fmt.Sprintf("The format must be one of %s.", strings.Join(Formats, ", ")))
 	}
 	if len(d.Actions) == 0 {
 		fe.Add("actions", "At least one action is required: forward(...), store(...) or stop().")

@@ -31,10 +31,11 @@
 //   - forward(URL), forward(address), store(notify=URL)'s notification:
 //     handed to the Forwarder (Forwarders: one side for URLs and
 //     notifications, one for addresses). The server wires
-//     internal/mailforward as the address side (outcome "queued" with the
-//     forward's message_id, or "refused" with a reason); a side not wired
-//     carries none out and says so (outcome "unsupported"); the message is
-//     still accepted and logged;
+//     internal/inboundpost as the URL side (posts queued in an outbox,
+//     outcome "queued") and internal/mailforward as the address side
+//     (outcome "queued" with the forward's message_id, or "refused" with a
+//     reason); a side not wired carries none out and says so (outcome
+//     "unsupported"); the message is still accepted and logged;
 //   - stop(): no later route (Evaluate stops there).
 //
 // Every recipient gets one `received` log entry in its domain's log, in the

@@ -24,6 +24,14 @@ type Handoff struct {
 	AccountID, DomainID int64
 	Recipient           string
 	Envelope            Envelope
+	// MessageID is the message id of the recipient's received log entry
+	// (the message's own, else one made for the log): what a Forwarder
+	// logs later under, to join the message's chain.
+	MessageID string
+	// Digest is the SHA-256 of the message as the client sent it (before
+	// our fields): the same for a client's retry of a message refused
+	// after the handoff, so that a Forwarder can recognise one.
+	Digest [32]byte
 	// Raw is the message as delivered onwards: our Authentication-Results
 	// and Received fields on top.
 	Raw []byte
@@ -43,6 +51,10 @@ type ActionOutcome struct {
 	Outcome   string
 	Reason    string
 	MessageID string
+	// Details are added to the action's object in the log entry (an id
+	// of what was queued, say); they may not replace the keys Receive
+	// writes.
+	Details map[string]any
 }
 
 // Outcome values Receive itself writes.

@@ -76,6 +76,33 @@ func Parse(raw []byte) Parsed {
 	return p
 }
 
+// ParseAll is Parse with each attachment's decoded bytes, in the order of
+// Parsed.Attachments: what a forward carries.
+func ParseAll(raw []byte) (Parsed, [][]byte) {
+	p := Parsed{Headers: headerPairs(raw)}
+	e, _ := message.Read(bytes.NewReader(raw))
+	if e == nil {
+		return p, nil
+	}
+	var data [][]byte
+	w := walker{p: &p, data: &data}
+	w.walk(e, 0)
+	return p, data
+}
+
+// ContentIDMap maps each attachment that has a Content-ID, as "<id>", to
+// what name calls it: Mailgun's content-id-map (to a form field's name in
+// a forward, to a URL in the API).
+func (p Parsed) ContentIDMap(name func(Attachment) string) map[string]string {
+	out := map[string]string{}
+	for _, a := range p.Attachments {
+		if a.ContentID != "" {
+			out["<"+a.ContentID+">"] = name(a)
+		}
+	}
+	return out
+}
+
 // headerPairs are the top fields in order, unfolded.
 func headerPairs(raw []byte) [][2]string {
 	end := len(raw)
@@ -110,6 +137,8 @@ type walker struct {
 	// returns true to stop the walk (Part uses it).
 	visit func(a Attachment, body io.Reader) bool
 	done  bool
+	// data, when set, gets each attachment's decoded bytes (ParseAll).
+	data *[][]byte
 }
 
 func (w *walker) walk(e *message.Entity, depth int) {
@@ -154,8 +183,13 @@ func (w *walker) walk(e *message.Entity, depth int) {
 		w.done = true
 		return
 	}
-	n, _ := io.Copy(io.Discard, e.Body)
-	a.Size = n
+	if w.data != nil {
+		b, _ := io.ReadAll(e.Body)
+		*w.data = append(*w.data, b)
+		a.Size = int64(len(b))
+	} else {
+		a.Size, _ = io.Copy(io.Discard, e.Body)
+	}
 	w.p.Attachments = append(w.p.Attachments, a)
 }
 

@@ -3,6 +3,7 @@ package receiving
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net/textproto"
@@ -35,6 +36,7 @@ func (s *Service) Receive(ctx context.Context, env Envelope, raw []byte) ([]Outc
 	stored = append(stored, mailauth.Untrust(raw, s.cfg.AuthservID)...)
 	h := header(raw)
 	info := fieldsOf(h)
+	info.digest = sha256.Sum256(raw)
 
 	routes := map[int64][]*inboundroute.Route{}
 	actions := make([][]inboundroute.Action, len(env.Recipients))
@@ -88,6 +90,7 @@ func (s *Service) Receive(ctx context.Context, env Envelope, raw []byte) ([]Outc
 // fields are the message's fields the log and the store show.
 type fields struct {
 	from, subject, messageID string
+	digest                   [32]byte // of the message as the client sent it
 }
 
 func fieldsOf(h textproto.MIMEHeader) fields {
@@ -138,9 +141,14 @@ func (s *Service) run(ctx context.Context, env Envelope, rc Recipient, actions [
 	if msg != nil {
 		msg.Routes = out.Routes
 	}
+	msgID := info.messageID
+	if msgID == "" {
+		// The log needs one; the message is left as it came.
+		msgID = newID() + "@" + s.cfg.AuthservID
+	}
 	if len(handed) > 0 {
 		results, err := s.deps.Forwarder.Forward(ctx, Handoff{AccountID: rc.Domain.AccountID, DomainID: rc.Domain.ID,
-			Recipient: rc.Address, Envelope: env, Raw: raw, StoredID: out.StoredID, Actions: handed})
+			Recipient: rc.Address, Envelope: env, MessageID: msgID, Digest: info.digest, Raw: raw, StoredID: out.StoredID, Actions: handed})
 		if err != nil {
 			return out, nil, event.Entry{}, fmt.Errorf("receiving: handing on forwards: %w", err)
 		}
@@ -152,6 +160,11 @@ func (s *Service) run(ctx context.Context, env Envelope, rc Recipient, actions [
 			key := "outcome"
 			if handed[j].Kind == inboundroute.KindStore {
 				key = "notify_outcome"
+			}
+			for k, v := range r.Details {
+				if _, taken := l[k]; !taken {
+					l[k] = v
+				}
 			}
 			l[key] = r.Outcome
 			if r.Reason != "" {
@@ -166,11 +179,6 @@ func (s *Service) run(ctx context.Context, env Envelope, rc Recipient, actions [
 		"from": info.from, "size": len(raw), "routes": out.Routes, "actions": logged, "auth": auth}
 	if out.StoredID != "" {
 		details["stored_id"] = out.StoredID
-	}
-	msgID := info.messageID
-	if msgID == "" {
-		// The log needs one; the message is left as it came.
-		msgID = newID() + "@" + s.cfg.AuthservID
 	}
 	entry := event.Entry{DomainID: rc.Domain.ID, MessageID: msgID, Type: event.Received, Sender: env.MailFrom,
 		Recipient: rc.Address, Subject: info.subject, CreatedAt: now, Details: event.NewDetails(details)}

@@ -116,3 +116,27 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseAll: ParseAll is Parse with each attachment's bytes, the same
+// as Part gives one by one; ContentIDMap names the parts with a
+// Content-ID.
+func TestParseAll(t *testing.T) {
+	t.Parallel()
+	p, data := ParseAll([]byte(mixedMessage))
+	if one := Parse([]byte(mixedMessage)); len(p.Attachments) != len(one.Attachments) || p.BodyPlain != one.BodyPlain {
+		t.Fatalf("ParseAll = %+v; want Parse's %+v", p, one)
+	}
+	if len(data) != len(p.Attachments) {
+		t.Fatalf("%d bodies for %d attachments", len(data), len(p.Attachments))
+	}
+	for i, a := range p.Attachments {
+		_, body, _ := Part([]byte(mixedMessage), a.Index)
+		if string(data[i]) != string(body) || int64(len(data[i])) != a.Size {
+			t.Errorf("attachment %d: %q (size %d); want Part's %q", a.Index, data[i], a.Size, body)
+		}
+	}
+	cids := p.ContentIDMap(func(a Attachment) string { return "attachment-" + string(rune('0'+a.Index)) })
+	if len(cids) != 1 || cids["<logo@x>"] != "attachment-1" {
+		t.Errorf("ContentIDMap = %v; want <logo@x> alone", cids)
+	}
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,13 +18,13 @@ var _ inboundroute.Store = InboundRoutes{}
 // NewInboundRoutes returns the inbound route store.
 func NewInboundRoutes(db *DB) InboundRoutes { return InboundRoutes{db: db} }
 
-const inboundRouteCols = `id, account_id, priority, description, expression, actions, created_at`
+const inboundRouteCols = `id, account_id, priority, description, expression, actions, created_at, format`
 
 func scanInboundRoute(row interface{ Scan(...any) error }) (inboundroute.Definition, error) {
 	var d inboundroute.Definition
 	var actions string
 	var created int64
-	if err := row.Scan(&d.ID, &d.AccountID, &d.Priority, &d.Description, &d.Expression, &actions, &created); err != nil {
+	if err := row.Scan(&d.ID, &d.AccountID, &d.Priority, &d.Description, &d.Expression, &actions, &created, &d.Format); err != nil {
 		return d, err
 	}
 	d.CreatedAt = fromMS(created)
@@ -40,6 +41,9 @@ func actionsJSON(actions []string) string {
 	b, _ := json.Marshal(actions)
 	return string(b)
 }
+
+// routeFormat is the format stored: the default when none is given.
+func routeFormat(f string) string { return cmp.Or(f, inboundroute.FormatMailgun) }
 
 // CreateRoute implements inboundroute.Store.
 func (s InboundRoutes) CreateRoute(ctx context.Context, d inboundroute.Definition, max int) (inboundroute.Definition, error) {
@@ -58,8 +62,8 @@ func (s InboundRoutes) CreateRoute(ctx context.Context, d inboundroute.Definitio
 		if n >= max {
 			return apperr.Errorf(apperr.Unprocessable, "An account may have at most %d routes; delete one first.", max)
 		}
-		_, err := q.ExecContext(ctx, `INSERT INTO inbound_routes (`+inboundRouteCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			d.ID, d.AccountID, d.Priority, d.Description, d.Expression, actionsJSON(d.Actions), ms(d.CreatedAt))
+		_, err := q.ExecContext(ctx, `INSERT INTO inbound_routes (`+inboundRouteCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			d.ID, d.AccountID, d.Priority, d.Description, d.Expression, actionsJSON(d.Actions), ms(d.CreatedAt), routeFormat(d.Format))
 		return err
 	})
 	if _, ok := apperr.As(err); ok {
@@ -99,8 +103,9 @@ func (s InboundRoutes) ListRoutes(ctx context.Context, accountID int64, offset, 
 
 // UpdateRoute implements inboundroute.Store.
 func (s InboundRoutes) UpdateRoute(ctx context.Context, d inboundroute.Definition) error {
-	return exec1(ctx, s.db.w, "route", `UPDATE inbound_routes SET priority = $3, description = $4, expression = $5, actions = $6
-		WHERE id = $1 AND account_id = $2`, d.ID, d.AccountID, d.Priority, d.Description, d.Expression, actionsJSON(d.Actions))
+	return exec1(ctx, s.db.w, "route", `UPDATE inbound_routes SET priority = $3, description = $4, expression = $5, actions = $6,
+		format = $7 WHERE id = $1 AND account_id = $2`, d.ID, d.AccountID, d.Priority, d.Description, d.Expression, actionsJSON(d.Actions),
+		routeFormat(d.Format))
 }
 
 // DeleteRoute implements inboundroute.Store.

@@ -42,6 +42,9 @@ func testInboundRoutes(t *testing.T, db *store.DB) {
 		fmt.Sprint(got.Actions) != fmt.Sprint(want.Actions) || !got.CreatedAt.Equal(want.CreatedAt) {
 		t.Fatalf("Route = %+v, %v; want %+v", got, err, want)
 	}
+	if got.Format != inboundroute.FormatMailgun {
+		t.Fatalf("Route's format = %q; want %q, the default of a route created without one", got.Format, inboundroute.FormatMailgun)
+	}
 	if _, err := s.Route(ctx, "eeeeeeeeeeeeeeeeeeeeeeee"); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("Route of an unknown id = %v, want not_found", err)
 	}
@@ -73,12 +76,12 @@ func testInboundRoutes(t *testing.T, db *store.DB) {
 
 	changed := got
 	changed.Priority, changed.Description, changed.Expression = 0, "", `catch_all()`
-	changed.Actions = []string{`forward("ops@alice.example")`}
+	changed.Actions, changed.Format = []string{`forward("ops@alice.example")`}, inboundroute.FormatJSON
 	if err := s.UpdateRoute(ctx, changed); err != nil {
 		t.Fatal(err)
 	}
 	if again, err := s.Route(ctx, changed.ID); err != nil || again.Priority != 0 || again.Description != "" || again.Expression != `catch_all()` ||
-		len(again.Actions) != 1 || again.Actions[0] != `forward("ops@alice.example")` || !again.CreatedAt.Equal(want.CreatedAt) {
+		len(again.Actions) != 1 || again.Actions[0] != `forward("ops@alice.example")` || again.Format != inboundroute.FormatJSON || !again.CreatedAt.Equal(want.CreatedAt) {
 		t.Fatalf("after UpdateRoute: %+v, %v", again, err)
 	}
 	if err := s.DeleteRoute(ctx, alice.ID, changed.ID); err != nil {

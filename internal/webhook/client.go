@@ -90,3 +90,25 @@ func dialVia(d *net.Dialer, res Resolver) func(ctx context.Context, network, add
 		return nil, first
 	}
 }
+
+// NewClient returns the guarded HTTP client webhooks post with, for other
+// posters of tenants' URLs (route forwards): bounded by timeout, never
+// following redirects, and refusing loopback, private, link-local and
+// multicast addresses unless allowPrivate (--webhook-allow-private).
+func NewClient(allowPrivate bool, timeout time.Duration, res Resolver) *http.Client {
+	return newClient(allowPrivate, timeout, res)
+}
+
+// Forbidden reports a post refused because its address is one the
+// operator has not allowed (no retry can change that).
+func Forbidden(err error) bool { return errors.Is(err, errForbiddenAddress) }
+
+// FailureText is what a tenant is shown of a failed post: from the kind
+// of failure, never the raw network error, at most 500 bytes.
+func FailureText(err error) string {
+	msg := publicText(err)
+	if len(msg) > 500 {
+		msg = msg[:500]
+	}
+	return msg
+}

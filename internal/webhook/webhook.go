@@ -59,12 +59,12 @@ func (w Webhook) Receives(en event.Entry) bool {
 
 // Wants reports whether the webhook receives entries of type t. A
 // webhook that names no types gets every type of sent mail; received mail
-// only when it names received, so that endpoints written for the sending
+// (received, post) only when it names them, so that endpoints written for the sending
 // log (made before inbound existed) are not sent a kind they never asked
 // for.
 func (w Webhook) Wants(t event.Type) bool {
 	if len(w.EventTypes) == 0 {
-		return t != event.Received
+		return t != event.Received && t != event.Post
 	}
 	return slices.Contains(w.EventTypes, t)
 }
