@@ -136,13 +136,17 @@ func send(args []string) error {
 	status := fs.String("status", "127.0.0.1:2627", "the sink's status address")
 	label := fs.String("label", "", "label printed with the result")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up waiting for the sink after this long")
+	noWait := fs.Bool("nowait", false, "print the submission time and return without waiting for the sink (a backlog)")
 	fs.Parse(args)
 	if err := loopback(*addr); err != nil {
 		return err
 	}
-	before, signedBefore, err := sinkCount(*status)
-	if err != nil {
-		return err
+	var before, signedBefore int64
+	if !*noWait {
+		var err error
+		if before, signedBefore, err = sinkCount(*status); err != nil {
+			return err
+		}
 	}
 	start := time.Now()
 	var next atomic.Int64
@@ -161,6 +165,10 @@ func send(args []string) error {
 		return err
 	}
 	submitted := time.Since(start)
+	if *noWait {
+		fmt.Printf("%s\t%d msgs\tsubmitted %.2fs\n", *label, *n, submitted.Seconds())
+		return nil
+	}
 	deadline := time.Now().Add(*timeout)
 	for {
 		got, signed, err := sinkCount(*status)
