@@ -79,8 +79,10 @@ func logFilter(q url.Values, domainID int64) (event.Filter, []string) {
 	return f, problems
 }
 
-// chainPage is one message's whole chain (send → queued → delivered,
-// opened ...) for every recipient, oldest first, with the SMTP answers.
+// chainPage is a message's page: its content as rebuilt for one
+// recipient (messageCopy), and its whole chain (send → queued →
+// delivered, opened ...) for every recipient, oldest first, with the SMTP
+// answers.
 func (c *Console) chainPage(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
 	if err != nil {
@@ -103,9 +105,13 @@ func (c *Console) chainPage(w http.ResponseWriter, r *http.Request, s *account.S
 	for _, st := range states {
 		cancellable = cancellable || st.Cancellable
 	}
+	content, err := c.messageCopy(r, s, d, id)
+	if err != nil {
+		return err
+	}
 	c.render(w, r, http.StatusOK, "chain", view{Title: "Message " + id, Session: s,
 		Data: map[string]any{"Domain": d, "MessageID": id, "Entries": entries, "States": states, "DeliverAt": deliverAt,
-			"Cancellable": cancellable}})
+			"Cancellable": cancellable, "Content": content}})
 	return nil
 }
 
