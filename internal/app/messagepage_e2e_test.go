@@ -50,7 +50,7 @@ func TestConsoleMessagePage(t *testing.T) {
 		r, body := b.do("GET", page, nil, nil)
 		frame := `<iframe class="mailhtml" sandbox src="` + page + `/html?recipient=ann%40rcpt.example.net"`
 		for _, want := range []string{frame, `<pre class="wrap" id="text-part">Thanks!</pre>`, "notes.txt</a> · text/plain · 16 bytes",
-			"<td>Subject</td><td><code class=\"wrap\">Your order</code>", "the DKIM signature, made at sending, is not kept",
+			`<td data-label="Field">Subject</td><td data-label="Value"><code class="wrap">Your order</code>`, "the DKIM signature, made at sending, is not kept",
 			`href="` + page + `/raw?recipient=ann%40rcpt.example.net"`, "Load remote images", "<td>delivered</td>"} {
 			if r.StatusCode != 200 || !strings.Contains(body, want) {
 				t.Fatalf("message page: %d, no %q\n%s", r.StatusCode, want, body)

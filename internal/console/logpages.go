@@ -18,7 +18,7 @@ import (
 const logPageSize = 50
 
 // logPage is a domain's delivery log: the API's filters (type, recipient,
-// sender, subject, tags), newest first, in pages, through the same
+// sender, subject, tags) and one search box (logSearch), newest first, in pages, through the same
 // service and indexes as GET /api/domains/{domain}/log.
 func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
@@ -27,6 +27,14 @@ func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *account.Ses
 	}
 	q := r.URL.Query()
 	f, problems := logFilter(q, d.ID)
+	goTo, searched, err := c.logSearch(r, d, q.Get("q"), &f)
+	if err != nil {
+		return err
+	}
+	if goTo != "" {
+		http.Redirect(w, r, goTo, http.StatusSeeOther)
+		return nil
+	}
 	f.Limit = logPageSize
 	page, problems := pageNumber(q, 200, problems)
 	f.Offset = (page - 1) * logPageSize
@@ -53,7 +61,7 @@ func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *account.Ses
 		"Domain": d, "Entries": pg.Entries, "Total": pg.Total, "Exact": pg.Exact, "Page": page,
 		"HasNext": f.Offset+len(pg.Entries) < pg.Total, "HasPrev": page > 1,
 		"Next": "?" + next.Encode(), "Prev": "?" + prev.Encode(), "Types": event.Types(), "Q": q, "Problems": problems,
-		"ExportCSV": exportURL(d.Name, q, logexport.CSV), "ExportNDJSON": exportURL(d.Name, q, logexport.NDJSON),
+		"Searched": searched, "ExportCSV": exportURL(d.Name, q, logexport.CSV), "ExportNDJSON": exportURL(d.Name, q, logexport.NDJSON),
 	}})
 	return nil
 }
