@@ -315,6 +315,7 @@ func (a *App) API() *httpapi.Server {
 		Templates:     a.Templates,
 		InboundRoutes: a.Routes,
 		Receiving:     a.Receiving,
+		Copies:        a.Worker,
 		Stats:         stats.NewService(store.NewStats(a.DB)),
 		PublicURL:     a.Config.PublicURL,
 		Validator:     a.Validator,

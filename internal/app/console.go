@@ -40,6 +40,7 @@ func (a *App) console() http.Handler {
 		Jobs:          a.ValidationJobs,
 		Attempts:      &ratelimit.Attempts{Limiter: a.Limiter, PerLogin: a.Config.AuthAttemptsPerLogin, PerAddress: a.Config.AuthAttemptsPerAddress},
 		Receiving:     a.Receiving,
+		Copies:        a.Worker,
 	})
 	if err != nil { // embedded templates: a build error, caught by every test
 		panic(err)

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/store"
@@ -16,10 +17,21 @@ func (a *App) startEventServices(ctx context.Context) (stop func(), err error) {
 	if err := l.Start(ctx); err != nil {
 		return nil, err
 	}
-	p := event.NewPruner(store.NewEvents(a.DB), event.PrunerConfig{Retention: a.Config.LogRetention, Logger: a.Logger})
+	p := a.logPruner()
 	if err := p.Start(ctx); err != nil {
 		l.Stop()
 		return nil, err
 	}
 	return func() { p.Stop(); l.Stop() }, nil
 }
+
+// logPruner is the log's retention: its entries, and the content of the
+// sent messages they are about, kept as long as they are.
+func (a *App) logPruner() *event.Pruner {
+	return event.NewPruner(store.NewEvents(a.DB), event.PrunerConfig{Retention: a.Config.LogRetention, Logger: a.Logger,
+		Now: a.opts.Now, With: []func(context.Context, time.Time, int) (int64, error){a.Sending.PruneContent}})
+}
+
+// PruneLog runs one pass of the log's retention now, as serve does every
+// ten minutes.
+func (a *App) PruneLog(ctx context.Context) (int64, error) { return a.logPruner().RunOnce(ctx) }

@@ -66,9 +66,18 @@ func TestConsoleReceivedMail(t *testing.T) {
 	resp, html := b.do("GET", base+"/html", nil, nil)
 	csp := resp.Header.Get("Content-Security-Policy")
 	if resp.StatusCode != 200 || !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "sandbox") ||
-		!strings.Contains(csp, "img-src data:") || resp.Header.Get("X-Frame-Options") != "SAMEORIGIN" ||
+		!strings.Contains(csp, "img-src data:;") || resp.Header.Get("X-Frame-Options") != "SAMEORIGIN" ||
 		!strings.Contains(html, `src="data:image/png;base64,`+png) || !strings.Contains(html, "https://tracker.example/p.gif") {
 		t.Errorf("the frame's document: %d CSP %q XFO %q\n%s", resp.StatusCode, csp, resp.Header.Get("X-Frame-Options"), html)
+	}
+	// Remote images load once the reader asks (the page's link), over
+	// https only; scripts never run.
+	if _, page := b.do("GET", base+"?remote=1", nil, nil); !strings.Contains(page, `sandbox src="`+base+`/html?remote=1"`) {
+		t.Errorf("the page with remote images does not frame /html?remote=1:\n%s", page)
+	}
+	resp, _ = b.do("GET", base+"/html?remote=1", nil, nil)
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "img-src data: https:;") || !strings.Contains(csp, "script-src 'none'") {
+		t.Errorf("/html?remote=1: CSP %q", csp)
 	}
 	resp, body := b.do("GET", base+"/attachments/2", nil, nil)
 	if resp.StatusCode != 200 || body != "<script>steal()</script>" || resp.Header.Get("Content-Type") != "application/octet-stream" ||

@@ -83,6 +83,9 @@ type Deps struct {
 	// Stats is the hourly counts by stat key behind the analytics page;
 	// nil: the page shows no figures.
 	Stats Stats
+	// Copies rebuilds a sent message's copy for its page (the worker);
+	// nil: pages show no content.
+	Copies Rebuilder
 	// WebhookTester posts a webhook's test event (the dispatcher); nil:
 	// the button says this server does not post.
 	WebhookTester WebhookTester
@@ -140,6 +143,9 @@ func New(cfg Config, deps Deps) (*Console, error) {
 		files := []string{"templates/layout.html", "templates/details.html", "templates/" + name + ".html"}
 		if name == "templates" || name == "template" {
 			files = append(files, "templates/templatefields.html")
+		}
+		if name == "inbound" || name == "chain" {
+			files = append(files, "templates/mailparts.html")
 		}
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, files...)
 		if err != nil {

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"encoding/base64"
 	"mime"
 	"net/http"
 	"net/url"
@@ -70,56 +69,22 @@ func (c *Console) inboundMessage(w http.ResponseWriter, r *http.Request, s *acco
 		return err
 	}
 	p := receiving.Parse(m.Raw)
+	base := "/domains/" + d.Name + "/inbound/" + m.ID
 	c.render(w, r, http.StatusOK, "inbound", view{Title: m.Subject + " · " + d.Name, Session: s, Data: map[string]any{
-		"Domain": d, "Message": m, "Parsed": p, "Base": "/domains/" + d.Name + "/inbound/" + m.ID}})
+		"Domain": d, "Message": m, "Parsed": p, "Base": base, "Frame": newMailFrame(r, base, url.Values{}, p.BodyHTML != "")}})
 	return nil
 }
 
-// htmlFramePolicy is the Content Security Policy of a stored message's
-// HTML: nothing loads from the network (tracking pixels and remote images
-// stay dark), no script runs, and the document sits in a sandbox with an
-// origin of its own, framed only by the console's own pages.
-const htmlFramePolicy = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; " +
-	"base-uri 'none'; form-action 'none'; frame-ancestors 'self'; sandbox"
-
 // inboundHTML serves a stored message's HTML body for the message page's
-// frame; its inline images (cid:) become data: URLs, the only images the
-// policy lets through.
+// frame (serveMailHTML).
 func (c *Console) inboundHTML(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	_, m, err := c.storedMessage(r, s)
 	if err != nil {
 		return err
 	}
 	p := receiving.Parse(m.Raw)
-	html := inlineImages(p.BodyHTML, m.Raw, p.Attachments)
-	h := w.Header()
-	h.Set("Content-Security-Policy", htmlFramePolicy)
-	h.Set("X-Frame-Options", "SAMEORIGIN")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	w.Write([]byte(html)) //nolint:errcheck // the client may be gone
+	serveMailHTML(w, r, inlineImages(p.BodyHTML, m.Raw, p.Attachments))
 	return nil
-}
-
-// maxInlineImage bounds an inline image turned into a data: URL.
-const maxInlineImage = 2 << 20
-
-// inlineImages replaces cid: references to image parts with data: URLs.
-func inlineImages(html string, raw []byte, atts []receiving.Attachment) string {
-	for _, a := range atts {
-		if a.ContentID == "" || !strings.HasPrefix(a.ContentType, "image/") || a.Size > maxInlineImage ||
-			!strings.Contains(html, "cid:"+a.ContentID) {
-			continue
-		}
-		_, body, ok := receiving.Part(raw, a.Index)
-		if !ok {
-			continue
-		}
-		html = strings.ReplaceAll(html, "cid:"+a.ContentID, "data:"+a.ContentType+";base64,"+base64.StdEncoding.EncodeToString(body))
-	}
-	return html
 }
 
 // inboundRaw downloads a stored message as received.
@@ -151,6 +116,13 @@ func (c *Console) inboundAttachment(w http.ResponseWriter, r *http.Request, s *a
 	if !ok {
 		return apperr.Errorf(apperr.NotFound, "no attachment")
 	}
+	writeAttachment(w, a, body)
+	return nil
+}
+
+// writeAttachment answers a message's part as a download: a sender chose
+// its bytes and its type, so it is never shown on the console's origin.
+func writeAttachment(w http.ResponseWriter, a receiving.Attachment, body []byte) {
 	name := a.Filename
 	if name == "" {
 		name = "attachment-" + strconv.Itoa(a.Index)
@@ -160,5 +132,4 @@ func (c *Console) inboundAttachment(w http.ResponseWriter, r *http.Request, s *a
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	w.Write(body) //nolint:errcheck // the client may be gone
-	return nil
 }

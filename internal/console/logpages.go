@@ -18,7 +18,7 @@ import (
 const logPageSize = 50
 
 // logPage is a domain's delivery log: the API's filters (type, recipient,
-// sender, subject, tags), newest first, in pages, through the same
+// sender, subject, tags) and one search box (logSearch), newest first, in pages, through the same
 // service and indexes as GET /api/domains/{domain}/log.
 func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
@@ -27,6 +27,14 @@ func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *account.Ses
 	}
 	q := r.URL.Query()
 	f, problems := logFilter(q, d.ID)
+	goTo, searched, err := c.logSearch(r, d, q.Get("q"), &f)
+	if err != nil {
+		return err
+	}
+	if goTo != "" {
+		http.Redirect(w, r, goTo, http.StatusSeeOther)
+		return nil
+	}
 	f.Limit = logPageSize
 	page, problems := pageNumber(q, 200, problems)
 	f.Offset = (page - 1) * logPageSize
@@ -53,7 +61,7 @@ func (c *Console) logPage(w http.ResponseWriter, r *http.Request, s *account.Ses
 		"Domain": d, "Entries": pg.Entries, "Total": pg.Total, "Exact": pg.Exact, "Page": page,
 		"HasNext": f.Offset+len(pg.Entries) < pg.Total, "HasPrev": page > 1,
 		"Next": "?" + next.Encode(), "Prev": "?" + prev.Encode(), "Types": event.Types(), "Q": q, "Problems": problems,
-		"ExportCSV": exportURL(d.Name, q, logexport.CSV), "ExportNDJSON": exportURL(d.Name, q, logexport.NDJSON),
+		"Searched": searched, "ExportCSV": exportURL(d.Name, q, logexport.CSV), "ExportNDJSON": exportURL(d.Name, q, logexport.NDJSON),
 	}})
 	return nil
 }
@@ -79,8 +87,10 @@ func logFilter(q url.Values, domainID int64) (event.Filter, []string) {
 	return f, problems
 }
 
-// chainPage is one message's whole chain (send → queued → delivered,
-// opened ...) for every recipient, oldest first, with the SMTP answers.
+// chainPage is a message's page: its content as rebuilt for one
+// recipient (messageCopy), and its whole chain (send → queued →
+// delivered, opened ...) for every recipient, oldest first, with the SMTP
+// answers.
 func (c *Console) chainPage(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	d, err := c.deps.Domains.Owned(r.Context(), s.AccountID, r.PathValue("name"))
 	if err != nil {
@@ -103,9 +113,13 @@ func (c *Console) chainPage(w http.ResponseWriter, r *http.Request, s *account.S
 	for _, st := range states {
 		cancellable = cancellable || st.Cancellable
 	}
+	content, err := c.messageCopy(r, s, d, id)
+	if err != nil {
+		return err
+	}
 	c.render(w, r, http.StatusOK, "chain", view{Title: "Message " + id, Session: s,
 		Data: map[string]any{"Domain": d, "MessageID": id, "Entries": entries, "States": states, "DeliverAt": deliverAt,
-			"Cancellable": cancellable}})
+			"Cancellable": cancellable, "Content": content}})
 	return nil
 }
 

@@ -19,7 +19,11 @@ type PrunerConfig struct {
 	// Batch is the most rows deleted per transaction (default 5000), so
 	// that pruning never holds the SQLite writer or a domain's insert lock
 	// for long.
-	Batch  int
+	Batch int
+	// With are what is kept as long as the log (the content of sent
+	// messages: sending.Service.PruneContent): each pass prunes them with
+	// the same cutoff and batch, after the entries.
+	With   []func(ctx context.Context, before time.Time, batch int) (int64, error)
 	Now    func() time.Time
 	Logger *slog.Logger
 }
@@ -76,6 +80,10 @@ func (p *Pruner) Stop() {
 	p.wg.Wait()
 }
 
+// RunOnce runs one pass now (a pass is also run by Start, then every
+// Interval): see runOnce.
+func (p *Pruner) RunOnce(ctx context.Context) (int64, error) { return p.runOnce(ctx) }
+
 // runOnce deletes everything older than the retention, reports how many
 // entries went, and compacts the counts of hours that ended over an hour
 // ago (later ones may still be written).
@@ -91,6 +99,11 @@ func (p *Pruner) runOnce(ctx context.Context) (int64, error) {
 		}
 		if err != nil {
 			return n, err
+		}
+		for _, prune := range p.cfg.With {
+			if _, err := prune(ctx, cutoff, p.cfg.Batch); err != nil {
+				return n, err
+			}
 		}
 	}
 	return n, p.store.CompactCounts(ctx, now.Add(-2*time.Hour))

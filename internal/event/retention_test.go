@@ -42,10 +42,18 @@ func TestPrunerRunOnce(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	st := &pruneStore{called: make(chan struct{}, 1)}
-	p := NewPruner(st, PrunerConfig{Retention: 30 * 24 * time.Hour, Now: func() time.Time { return now }})
+	var with []time.Time
+	p := NewPruner(st, PrunerConfig{Retention: 30 * 24 * time.Hour, Now: func() time.Time { return now },
+		With: []func(context.Context, time.Time, int) (int64, error){func(_ context.Context, before time.Time, _ int) (int64, error) {
+			with = append(with, before)
+			return 0, nil
+		}}})
 	n, err := p.runOnce(context.Background())
 	if err != nil || n != 3 {
 		t.Fatalf("runOnce = %d, %v; want 3", n, err)
+	}
+	if want := now.Add(-30 * 24 * time.Hour); len(with) != 1 || !with[0].Equal(want) {
+		t.Fatalf("the content kept with the log pruned with %v, want [%s]", with, want)
 	}
 	if want := now.Add(-30 * 24 * time.Hour); len(st.calls) != 1 || !st.calls[0].Equal(want) {
 		t.Fatalf("Prune called with %v, want [%s]", st.calls, want)

@@ -1,9 +1,14 @@
 package httpapi
 
 import (
+	"context"
+	"mime"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/sending"
 )
 
@@ -58,5 +63,40 @@ func (s *Server) handleCancelMessage(w http.ResponseWriter, r *http.Request, p a
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": "Cancelled; logged as failed with reason cancelled.",
 		"data": map[string]any{"cancelled": len(ds), "recipients": rcpts}})
+	return nil
+}
+
+// Rebuilder builds one recipient's copy of a sent message from what was
+// accepted, as a delivery does, unsigned (*sending.Worker).
+type Rebuilder interface {
+	Rebuild(ctx context.Context, domainID int64, messageID, recipient string) (sending.Copy, error)
+}
+
+// handleGetMessageRaw answers a message as Postline builds it for one
+// recipient (?recipient=, the first by default) from what it accepted:
+// Postline does not keep the bytes it sent, and the DKIM signature, made
+// at sending, is not kept (X-Postline-Rebuilt: true). Once the content is
+// pruned with the log it is 404.
+func (s *Server) handleGetMessageRaw(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	d, err := s.Domains.Owned(r.Context(), p.AccountID, r.PathValue("domain"))
+	if err != nil {
+		return err
+	}
+	if s.Copies == nil {
+		return apperr.Errorf(apperr.NotFound, "Message not found")
+	}
+	cp, err := s.Copies.Rebuild(r.Context(), d.ID, r.PathValue("id"), strings.TrimSpace(r.URL.Query().Get("recipient")))
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "message/rfc822")
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": r.PathValue("id") + ".eml"}))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Postline-Rebuilt", "true")
+	h.Set("X-Postline-Recipient", cp.Recipient)
+	h.Set("Content-Length", strconv.Itoa(len(cp.Raw)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(cp.Raw) //nolint:errcheck // the client may be gone
 	return nil
 }

@@ -102,6 +102,7 @@ func (s *Server) routeTable() []route {
 			maxBody: maxSendBody, faultsAsSuccess: true},
 
 		{method: "GET", path: "/api/domains/{domain}/messages/{id}", group: groupDomain, scope: account.ScopeSend, handler: s.handleGetMessage},
+		{method: "GET", path: "/api/domains/{domain}/messages/{id}/raw", group: groupDomain, scope: account.ScopeSend, handler: s.handleGetMessageRaw},
 		{method: "DELETE", path: "/api/domains/{domain}/messages/{id}", group: groupDomain, scope: account.ScopeSend, handler: s.handleCancelMessage},
 
 		{method: "POST", path: "/api/domains/{domain}/templates", group: groupDomain, scope: account.ScopeSend, handler: s.handleCreateTemplate, maxBody: maxTemplateBody},

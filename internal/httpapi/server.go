@@ -65,6 +65,8 @@ type Deps struct {
 	InboundRoutes *inboundroute.Service
 	// Receiving keeps the messages routes stored for inbound domains.
 	Receiving *receiving.Service
+	// Copies rebuilds a sent message's copy (the raw endpoint); nil: 404.
+	Copies Rebuilder
 	// PublicURL is the service's public base URL (--public-url), for
 	// absolute links in answers; "" uses the request's host.
 	PublicURL string

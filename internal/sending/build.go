@@ -35,21 +35,34 @@ func (w *Worker) build(ctx context.Context, dom domain.Domain, d Delivery) (msg 
 }
 
 func (w *Worker) buildSend(ctx context.Context, dom domain.Domain, d Delivery, snd Send, atts []Attachment) ([]byte, error) {
-	var err error
+	if len(snd.Raw) == 0 && !snd.Processed && strings.TrimSpace(snd.Options) != "" {
+		var err error
+		if atts, err = w.process(ctx, snd, atts); err != nil {
+			return nil, err
+		}
+	}
+	msg, err := w.compose(dom, d, snd, atts)
+	if err != nil {
+		return nil, err
+	}
+	return w.sign(dom, msg)
+}
+
+// compose is one delivery's message before its DKIM signature: the
+// stored send built for d's recipient (atts already processed when the
+// send asks for processing) with the tracking in force. It is
+// deterministic but for MIME boundaries: a retry, and Rebuild, build the
+// same message.
+func (w *Worker) compose(dom domain.Domain, d Delivery, snd Send, atts []Attachment) ([]byte, error) {
 	if len(snd.Raw) > 0 {
 		// Submitted over SMTP: the client's message as it is, for every
-		// recipient, with the tracking in force and the DKIM signature.
+		// recipient, with the tracking in force.
 		msg := snd.Raw
 		if w.cfg.Tracking != nil {
 			opens, clicks := rawTracking(snd, dom)
 			msg = w.cfg.Tracking.ApplyRaw(msg, dom, d.ID, opens, clicks)
 		}
-		return w.sign(dom, msg)
-	}
-	if !snd.Processed && strings.TrimSpace(snd.Options) != "" {
-		if atts, err = w.process(ctx, snd, atts); err != nil {
-			return nil, err
-		}
+		return msg, nil
 	}
 	headers := snd.Headers
 	if _, ok := headers[trackHeader]; ok {
@@ -69,11 +82,7 @@ func (w *Worker) buildSend(ctx context.Context, dom domain.Domain, d Delivery, s
 		w.cfg.Tracking.Apply(&p, dom, d.ID)
 	}
 	ownHeaders(&p)
-	raw, err := message.Build(p)
-	if err != nil {
-		return nil, err
-	}
-	return w.sign(dom, raw)
+	return message.Build(p)
 }
 
 // ownHeaders moves the sender's Sender and List-Unsubscribe from the

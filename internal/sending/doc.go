@@ -122,6 +122,21 @@
 // retries and fails (bounce) waiting deliveries by site, domain or
 // account (queuecontrol.go).
 //
+// # What is kept of a message
+//
+// Postline keeps what it accepted (the send: its fields and attachments,
+// or the client's raw message for SMTP submission), not the bytes it
+// sent: each attempt builds the recipient's copy (compose) and signs it.
+// Worker.Rebuild builds a delivery's copy the same way without signing or
+// sending it (the console's message page, GET .../messages/{id}/raw):
+// tracking tokens are deterministic, so the copy has the links the
+// recipient got; the DKIM signature, made at sending, is not kept. A
+// send's content is kept as long as the log: once every delivery of it
+// ended longer ago than the log's retention, the log's pruning empties it
+// (Service.PruneContent), keeping its links for click tracking and its
+// rows for tracking, unsubscribes and late complaints; Rebuild then
+// answers ErrPruned.
+//
 // # Outbound rate
 //
 // Each domain may send at most DomainRate messages a minute. The budget is

@@ -56,6 +56,9 @@ type Send struct {
 	// removed, Message-ID and Date added when missing): sent as it is to
 	// every recipient, DKIM-signed, instead of being built from the fields.
 	Raw []byte
+	// Pruned says the content (bodies, raw message, attachments) was
+	// pruned with the log: only what the log and tracking need is left.
+	Pruned bool
 }
 
 // Delivery is one recipient's row in the queue, with the send fields the
@@ -181,6 +184,11 @@ type Store interface {
 	// used again. Neither touches a claim taken over by another request.
 	Remember(ctx context.Context, accountID int64, key, token string, status int, body []byte) error
 	Forget(ctx context.Context, accountID int64, key, token string) error
+	// PruneSends empties the content of the sends created before before
+	// whose deliveries are all final since before (bodies, raw message,
+	// attachments; the HTML becomes keep(html)) and marks them pruned at
+	// now, in short transactions; it returns how many.
+	PruneSends(ctx context.Context, before, now time.Time, batch int, keep func(html string) string) (int64, error)
 	// PruneIdempotencyKeys deletes keys created before before, claimed
 	// or answered, at most batch per transaction, and returns how many.
 	PruneIdempotencyKeys(ctx context.Context, before time.Time, batch int) (int64, error)

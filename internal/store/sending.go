@@ -201,14 +201,15 @@ func (s Sending) LoadSend(ctx context.Context, id int64) (sending.Send, []sendin
 	var headers, addressing string
 	var processed int
 	var created int64
+	var pruned sql.NullInt64
 	err := s.db.rd.QueryRowContext(ctx, `SELECT id, domain_id, account_id, from_addr, from_name, reply_to, subject, text_body,
-		html_body, headers, options, tags, processed, created_at, raw, addressing FROM sends WHERE id = $1`, id).Scan(&snd.ID, &snd.DomainID,
+		html_body, headers, options, tags, processed, created_at, raw, addressing, pruned_at FROM sends WHERE id = $1`, id).Scan(&snd.ID, &snd.DomainID,
 		&snd.AccountID, &snd.From, &snd.FromName, &snd.ReplyTo, &snd.Subject, &snd.Text, &snd.HTML, &headers, &snd.Options,
-		&snd.Tags, &processed, &created, &snd.Raw, &addressing)
+		&snd.Tags, &processed, &created, &snd.Raw, &addressing, &pruned)
 	if err != nil {
 		return snd, nil, notFound(err, "send")
 	}
-	snd.Processed, snd.CreatedAt = processed != 0, fromMS(created)
+	snd.Processed, snd.CreatedAt, snd.Pruned = processed != 0, fromMS(created), pruned.Valid
 	if err := json.Unmarshal([]byte(headers), &snd.Headers); err != nil {
 		return snd, nil, err
 	}

@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("SendingBatches", func(t *testing.T) { t.Parallel(); testSendingBatches(t, open(t)) })
 	t.Run("SendingMessages", func(t *testing.T) { t.Parallel(); testSendingMessages(t, open(t)) })
 	t.Run("IdempotencyClaims", func(t *testing.T) { t.Parallel(); testIdempotencyClaims(t, open(t)) })
+	t.Run("PruneSends", func(t *testing.T) { t.Parallel(); testPruneSends(t, open(t)) })
 	t.Run("PruneIdempotencyKeys", func(t *testing.T) { t.Parallel(); testPruneIdempotencyKeys(t, open(t)) })
 	t.Run("InTxPanic", func(t *testing.T) { t.Parallel(); testInTxPanic(t, open(t)) })
 	t.Run("CallTimeout", func(t *testing.T) { t.Parallel(); testCallTimeout(t, open(t)) })

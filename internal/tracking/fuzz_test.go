@@ -49,3 +49,17 @@ func FuzzRewrite(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLinksOnly: a pruned send's HTML (LinksOnly) has the same links in
+// the same order, so old click links still redirect where they did.
+func FuzzLinksOnly(f *testing.F) {
+	f.Add(`<a href="https://a.example/?x=1&amp;y=2">a</a><a href="mailto:x@y">m</a><a href=" https://q.example/&quot;x ">q</a>`)
+	f.Add(`<html><body><a HREF=http://b.example/ class=c>b</a><script>"<a href='https://no.example'>"</script>`)
+	f.Add(`<a href="https://n.example/" data-postline-notrack>n</a><a href="https://t.example/<>">t</a>`)
+	f.Fuzz(func(t *testing.T, body string) {
+		links := Links(body)
+		if again := Links(LinksOnly(body)); !slices.Equal(links, again) {
+			t.Fatalf("links %q, in LinksOnly %q\nbody %q", links, again, body)
+		}
+	})
+}

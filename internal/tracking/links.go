@@ -30,6 +30,18 @@ func Links(body string) []string {
 	return out
 }
 
+// LinksOnly is body reduced to its trackable links, each an empty <a>:
+// Links(LinksOnly(b)) equals Links(b). A send's HTML becomes this when its
+// content is pruned with the log, so that the click links of old messages
+// still lead where they did.
+func LinksOnly(body string) string {
+	var b strings.Builder
+	for _, l := range Links(body) {
+		b.WriteString(`<a href="` + html.EscapeString(l) + `"></a>`)
+	}
+	return b.String()
+}
+
 // Rewrite returns body with the href of link i replaced by to(i, href);
 // everything else is copied byte for byte.
 func Rewrite(body string, to func(i int, href string) string) string {
