@@ -70,7 +70,7 @@ func TestConsoleSitesOnAPhone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `"Name: "|"Starts with: "|"Scopes: "|"Domains: "|"Created: "|"Last used: "|"Expires: "|"State: "|none`; labels != want {
+	if want := `"Name: "|"Starts with: "|"Scopes: "|"Domains: "|"Created: "|"Last used: "|"Expires: "|"State: "|"Actions: "`; labels != want {
 		t.Errorf("the keys table's cells on a phone are led by %s\nwant %s", labels, want)
 	}
 }
