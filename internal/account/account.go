@@ -65,6 +65,13 @@ type Principal struct {
 	// ExpiresAt is when the key expires (nil: never, or a password
 	// sign-in); the keys it makes expire no later.
 	ExpiresAt *time.Time
+	// MemberID is the team member signed in (0: the account itself, with
+	// its key or password); Email is theirs.
+	MemberID int64
+	Email    string
+	// Role is what the console lets the principal do; "" is RoleOwner
+	// (the account itself and its API keys).
+	Role Role
 }
 
 // Store is the storage the account service needs. Missing rows are

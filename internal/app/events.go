@@ -16,7 +16,8 @@ func (a *App) startEventServices(ctx context.Context) (stop func(), err error) {
 	if err := l.Start(ctx); err != nil {
 		return nil, err
 	}
-	p := event.NewPruner(store.NewEvents(a.DB), event.PrunerConfig{Retention: a.Config.LogRetention, Logger: a.Logger})
+	p := event.NewPruner(store.NewEvents(a.DB), event.PrunerConfig{Retention: a.Config.LogRetention, Logger: a.Logger,
+		Also: []event.PruneFunc{store.NewAudit(a.DB).PruneAudit}}) // the audit log: the log's retention
 	if err := p.Start(ctx); err != nil {
 		l.Stop()
 		return nil, err

@@ -171,6 +171,10 @@ func (c *Console) form(fn pageFunc) http.Handler {
 				Data: map[string]any{"Message": "This form could not be accepted: reload the page and try again."}})
 			return
 		}
+		if !s.MayChange() && r.URL.Path != "/sign-out" { // a viewer changes nothing
+			c.readOnlyRefusal(w, r, &s)
+			return
+		}
 		if err := fn(w, r, &s); err != nil {
 			c.fail(w, r, &s, err)
 		}

@@ -19,10 +19,17 @@ type PrunerConfig struct {
 	// Batch is the most rows deleted per transaction (default 5000), so
 	// that pruning never holds the SQLite writer or a domain's insert lock
 	// for long.
-	Batch  int
+	Batch int
+	// Also are other records kept for the same retention (the audit log):
+	// each deletes at most batch rows older than before and is called
+	// again while it deletes a whole batch.
+	Also   []PruneFunc
 	Now    func() time.Time
 	Logger *slog.Logger
 }
+
+// PruneFunc deletes at most batch rows older than before.
+type PruneFunc func(ctx context.Context, before time.Time, batch int) (int64, error)
 
 // Pruner deletes entries older than the retention in the background, and
 // compacts the hourly counts of past hours.
@@ -92,6 +99,21 @@ func (p *Pruner) runOnce(ctx context.Context) (int64, error) {
 		if err != nil {
 			return n, err
 		}
+		for _, also := range p.cfg.Also {
+			if err := p.pruneAlso(ctx, also, cutoff); err != nil {
+				return n, err
+			}
+		}
 	}
 	return n, p.store.CompactCounts(ctx, now.Add(-2*time.Hour))
+}
+
+// pruneAlso runs one of cfg.Also to the end, a batch at a time.
+func (p *Pruner) pruneAlso(ctx context.Context, fn PruneFunc, cutoff time.Time) error {
+	for {
+		n, err := fn(ctx, cutoff, p.cfg.Batch)
+		if err != nil || n < int64(p.cfg.Batch) {
+			return err
+		}
+	}
 }
