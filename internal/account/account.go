@@ -296,6 +296,12 @@ func (s *Service) RevokeKey(ctx context.Context, id int64) error {
 	return err
 }
 
+// KeyByID returns a key's record (the audit log names API actions by
+// their key's name).
+func (s *Service) KeyByID(ctx context.Context, id int64) (Key, error) {
+	return s.store.KeyByID(ctx, id)
+}
+
 // RevokeOwnKey revokes key id of p's account; another account's key is
 // NotFound, as a missing one. A limited key may revoke only keys at most
 // as broad as itself (Principal.MayRevoke): otherwise apperr.Forbidden.

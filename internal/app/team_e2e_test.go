@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -228,6 +229,44 @@ func TestConsoleTeam(t *testing.T) {
 		}
 		if r, _ := owner.do("GET", "/admin/accounts/bob/audit", nil, nil); r.StatusCode != 403 {
 			t.Errorf("a sender reading Bob's audit log: %d, want 403", r.StatusCode)
+		}
+
+		// The API: its changes recorded with the key's name; GET /api/audit
+		// for the account, another's for the operator only.
+		if r := env.Do(apitest.Request{Method: "POST", Path: "/api/keys", Auth: alice.Auth(), Body: map[string]any{"name": "from the api"}}); r.StatusCode != 201 {
+			t.Fatalf("POST /api/keys: %d %s", r.StatusCode, r.Body)
+		}
+		r := env.Do(apitest.Request{Method: "GET", Path: "/api/audit?limit=2", Auth: alice.Auth()})
+		data, _ := r.JSON["data"].([]any)
+		if r.StatusCode != 200 || len(data) != 2 || r.JSON["next_before"] == nil {
+			t.Fatalf("GET /api/audit?limit=2: %d %s", r.StatusCode, r.Body)
+		}
+		if e := data[0].(map[string]any); e["actor"] != "api key test" || e["action"] != "key.created" || e["target"] != "keys" || e["client"] != "127.0.0.1" {
+			t.Errorf("the API's key creation in the audit log: %v", e)
+		}
+		if e := data[1].(map[string]any); e["action"] != "member.removed" || e["actor"] != "alice" || e["target"] != "view@team.example" {
+			t.Errorf("the entry before it: %v", e)
+		}
+		older := env.Do(apitest.Request{Method: "GET", Path: fmt.Sprintf("/api/audit?limit=500&before=%v", r.JSON["next_before"]), Auth: alice.Auth()})
+		if od, _ := older.JSON["data"].([]any); older.StatusCode != 200 || len(od) < 5 || older.JSON["next_before"] != nil {
+			t.Errorf("the older page: %d %s", older.StatusCode, older.Body)
+		}
+		if r := env.Do(apitest.Request{Method: "GET", Path: "/api/audit?account=alice", Auth: bob.Auth()}); r.StatusCode != 403 {
+			t.Errorf("Bob reading Alice's audit log: %d %s", r.StatusCode, r.Body)
+		}
+		if r := env.Do(apitest.Request{Method: "GET", Path: "/api/audit", Auth: bob.Auth()}); r.StatusCode != 200 || strings.Contains(string(r.Body), "team.example") {
+			t.Errorf("Bob's audit log: %d %s", r.StatusCode, r.Body)
+		}
+		opAuth := apitest.User{Login: "op", Key: keys}.Auth()
+		if r := env.Do(apitest.Request{Method: "GET", Path: "/api/audit?account=alice&limit=500", Auth: opAuth}); r.StatusCode != 200 ||
+			!strings.Contains(string(r.Body), "member.invited") {
+			t.Errorf("the operator reading Alice's audit log: %d %s", r.StatusCode, r.Body)
+		}
+		if r := env.Do(apitest.Request{Method: "GET", Path: "/api/audit?account=nobody", Auth: opAuth}); r.StatusCode != 404 {
+			t.Errorf("the operator reading a missing account's log: %d", r.StatusCode)
+		}
+		if r := env.Do(apitest.Request{Method: "GET", Path: "/api/audit?limit=0", Auth: alice.Auth()}); r.StatusCode != 422 {
+			t.Errorf("limit=0: %d %s", r.StatusCode, r.Body)
 		}
 	})
 }
