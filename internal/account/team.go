@@ -62,20 +62,32 @@ func (t *Team) Invite(ctx context.Context, accountID int64, email string, role R
 	now := t.acc.now().UTC().Truncate(time.Millisecond)
 	expires := now.Add(t.cfg.InviteTTL)
 	b := MemberBounds{MaxMembers: t.cfg.MaxMembers, MaxPending: t.cfg.MaxPending, Now: now}
+	old, err := t.store.MemberByEmail(ctx, email)
+	switch {
+	case err == nil && (old.AccountID != accountID || old.PasswordSet):
+		return "", Member{}, errMemberTaken(email)
+	case err == nil: // pending, or its link expired: a new link
+		old.Role, old.InviteExpiresAt, old.InviteUsedAt = role, &expires, nil
+		if err := t.store.ReinviteMember(ctx, old, hashToken(token), b); err != nil {
+			return "", Member{}, t.boundError(err)
+		}
+		return token, old, nil
+	case apperr.CodeOf(err) != apperr.NotFound:
+		return "", Member{}, err
+	}
 	m := Member{AccountID: accountID, Email: email, Role: role, CreatedAt: now, InviteExpiresAt: &expires}
 	m, err = t.store.CreateMember(ctx, m, hashToken(token), b)
-	if apperr.CodeOf(err) == apperr.Conflict {
-		old, gerr := t.store.MemberByEmail(ctx, email)
-		if gerr != nil || old.AccountID != accountID || old.PasswordSet {
-			return "", Member{}, apperr.Field("email", email+" is already a member (of this account or another); remove it first to invite it again")
-		}
-		old.Role, old.InviteExpiresAt, old.InviteUsedAt = role, &expires, nil
-		m, err = old, t.store.ReinviteMember(ctx, old, hashToken(token), b)
+	if apperr.CodeOf(err) == apperr.Conflict { // added at the same moment
+		return "", Member{}, errMemberTaken(email)
 	}
 	if err != nil {
 		return "", Member{}, t.boundError(err)
 	}
 	return token, m, nil
+}
+
+func errMemberTaken(email string) error {
+	return apperr.Field("email", email+" is already a member (of this account or another); remove it first to invite it again")
 }
 
 func (t *Team) boundError(err error) error {

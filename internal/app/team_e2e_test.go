@@ -115,6 +115,13 @@ func TestConsoleTeam(t *testing.T) {
 			t.Errorf("a fourth member past --members-per-account 3: %d\n%s", status, page)
 		}
 
+		// A new link for the expired invitation: the old one is then unknown.
+		lateLink := owner.invite("late@team.example", "developer")
+		if r, _ := (&browser{t: t, base: env.URL}).do("GET", expLink, nil, nil); r.StatusCode != 404 {
+			t.Errorf("a replaced link: %d, want 404", r.StatusCode)
+		}
+		join(t, env.URL, lateLink, "late@team.example", "late password 123")
+
 		// The viewer reads every page, sees no form but sign-out, and every POST is refused.
 		for _, p := range []string{"/", "/domains", "/domains/alice.example", "/domains/alice.example/suppressions", "/domains/alice.example/webhooks",
 			"/domains/alice.example/templates", "/keys", "/validation", "/domains/alice.example/log"} {
@@ -171,7 +178,7 @@ func TestConsoleTeam(t *testing.T) {
 
 		// The owner's page: roles and last sign-in; a role change holds at the next request.
 		_, page = owner.do("GET", "/members", nil, nil)
-		if !strings.Contains(page, "dev@team.example") || !strings.Contains(page, "link expired") || strings.Count(page, "never") != 1 {
+		if !strings.Contains(page, "dev@team.example") || !strings.Contains(page, "late@team.example") || strings.Contains(page, "never") {
 			t.Errorf("the members page:\n%s", page)
 		}
 		ids := regexp.MustCompile(`action="/members/(\d+)/role"`).FindAllStringSubmatch(page, -1)
@@ -269,4 +276,28 @@ func TestConsoleTeam(t *testing.T) {
 			t.Errorf("limit=0: %d %s", r.StatusCode, r.Body)
 		}
 	})
+}
+
+// A member's email is a login for the sign-in limits: failed passwords
+// count against it (--auth-attempts-per-login), and past the limit even
+// the right password is refused for now.
+func TestConsoleMemberSignInLimit(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, store.SQLite, func(c *config.Config) { c.AuthAttemptsPerLogin = 3 })
+	alice := env.NewUser("alice")
+	owner := &browser{t: t, base: env.URL}
+	owner.signIn("alice", alice.Key, "/")
+	m := join(t, env.URL, owner.invite("ann@team.example", "viewer"), "ann@team.example", "the right password")
+	if _, page := m.do("GET", "/", nil, nil); !strings.Contains(page, "ann@team.example") {
+		t.Fatalf("the member's overview does not say who is signed in")
+	}
+	b := &browser{t: t, base: env.URL}
+	for i := range 3 {
+		if r := b.signIn("ANN@team.example", "a wrong password", "/"); r.StatusCode != 401 {
+			t.Fatalf("wrong password %d: %d, want 401", i+1, r.StatusCode)
+		}
+	}
+	if r := b.signIn("ann@team.example", "the right password", "/"); r.StatusCode != 429 || b.cookie != nil {
+		t.Errorf("the right password after 3 failures: %d, want 429", r.StatusCode)
+	}
 }

@@ -31,10 +31,10 @@ func scanMember(row interface{ Scan(...any) error }) (account.Member, error) {
 }
 
 // checkBounds counts an account's members and pending invitations in q's
-// transaction; adding says whether a member is being added (else a link
-// replaced). On PostgreSQL the account's row is locked, so two invitations
+// transaction; renewing is the member whose link is being replaced (0: a
+// member is being added), which does not count against itself. On PostgreSQL the account's row is locked, so two invitations
 // at once count each other; SQLite has one writer.
-func (s Team) checkBounds(ctx context.Context, q Querier, accountID int64, b account.MemberBounds, adding bool) error {
+func (s Team) checkBounds(ctx context.Context, q Querier, accountID int64, b account.MemberBounds, renewing int64) error {
 	if s.db.Dialect == Postgres {
 		if _, err := q.ExecContext(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, accountID); err != nil {
 			return err
@@ -42,10 +42,10 @@ func (s Team) checkBounds(ctx context.Context, q Querier, accountID int64, b acc
 	}
 	var all, pending int
 	if err := q.QueryRowContext(ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE password_hash = '' AND invite_used_at IS NULL
-		AND invite_expires_at > $2) FROM account_members WHERE account_id = $1`, accountID, ms(b.Now)).Scan(&all, &pending); err != nil {
+		AND invite_expires_at > $2 AND id <> $3) FROM account_members WHERE account_id = $1`, accountID, ms(b.Now), renewing).Scan(&all, &pending); err != nil {
 		return err
 	}
-	if adding && all >= b.MaxMembers {
+	if renewing == 0 && all >= b.MaxMembers {
 		return account.ErrTooManyMembers
 	}
 	if pending >= b.MaxPending {
@@ -57,7 +57,7 @@ func (s Team) checkBounds(ctx context.Context, q Querier, accountID int64, b acc
 // CreateMember implements account.MemberStore.
 func (s Team) CreateMember(ctx context.Context, m account.Member, inviteHash string, b account.MemberBounds) (account.Member, error) {
 	err := s.db.InTx(ctx, func(q Querier) error {
-		if err := s.checkBounds(ctx, q, m.AccountID, b, true); err != nil {
+		if err := s.checkBounds(ctx, q, m.AccountID, b, 0); err != nil {
 			return err
 		}
 		return q.QueryRowContext(ctx, `INSERT INTO account_members (account_id, email, role, invite_hash, invite_expires_at, created_at)
@@ -73,7 +73,7 @@ func (s Team) CreateMember(ctx context.Context, m account.Member, inviteHash str
 // ReinviteMember implements account.MemberStore.
 func (s Team) ReinviteMember(ctx context.Context, m account.Member, inviteHash string, b account.MemberBounds) error {
 	return s.db.InTx(ctx, func(q Querier) error {
-		if err := s.checkBounds(ctx, q, m.AccountID, b, false); err != nil {
+		if err := s.checkBounds(ctx, q, m.AccountID, b, m.ID); err != nil {
 			return err
 		}
 		return exec1(ctx, q, "member", `UPDATE account_members SET role = $3, invite_hash = $4, invite_expires_at = $5,
