@@ -33,6 +33,11 @@ func TestCLIAddMember(t *testing.T) {
 		t.Fatalf("a second member past --members-per-account 1: exit %d %q", code, errs)
 	}
 
+	runSteps(t, dir, []cliStep{
+		{[]string{"user", "members", "alice"}, 0, "ann@example.com  developer  invited"},
+		{[]string{"user", "remove-member", "alice", "nobody@example.com"}, 1, "nobody@example.com is not a member of this account"},
+	})
+
 	// The link is the member's invitation (the console's /join/ page reads it so).
 	cfg := config.Default()
 	cfg.DataDir = dir
@@ -44,5 +49,13 @@ func TestCLIAddMember(t *testing.T) {
 	mem, err := a.Team.Invitation(context.Background(), m[1])
 	if err != nil || mem.Email != "ann@example.com" || mem.Role != "developer" {
 		t.Fatalf("the printed link's invitation: %+v, %v", mem, err)
+	}
+	a.Close()
+	runSteps(t, dir, []cliStep{
+		{[]string{"user", "remove-member", "alice", "ANN@example.com"}, 0, "removed ann@example.com from alice"},
+		{[]string{"user", "members", "alice"}, 0, "EMAIL"},
+	})
+	if _, out, _ := cli(t, dir, "user", "members", "alice"); strings.Contains(out, "ann@") {
+		t.Errorf("members after the removal: %q", out)
 	}
 }

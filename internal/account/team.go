@@ -231,3 +231,19 @@ func (t *Team) Remove(ctx context.Context, accountID, id int64) (Member, error) 
 	}
 	return m, t.store.DeleteMember(ctx, accountID, id)
 }
+
+// RemoveByEmail removes accountID's member with that (folded) email; a
+// member of another account is NotFound.
+func (t *Team) RemoveByEmail(ctx context.Context, accountID int64, email string) (Member, error) {
+	m, err := t.store.MemberByEmail(ctx, strings.ToLower(email))
+	if err == nil && m.AccountID != accountID {
+		err = apperr.Errorf(apperr.NotFound, "member not found")
+	}
+	if apperr.CodeOf(err) == apperr.NotFound {
+		return Member{}, apperr.Errorf(apperr.NotFound, "%s is not a member of this account", email)
+	}
+	if err != nil {
+		return Member{}, err
+	}
+	return t.Remove(ctx, accountID, m.ID)
+}
