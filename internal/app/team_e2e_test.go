@@ -164,6 +164,9 @@ func TestConsoleTeam(t *testing.T) {
 		if status, _ := dev.submit("/domains/alice.example/suppressions", url.Values{"csrf": {dev.csrfOf("/")}, "recipient": {"gone@rcpt.example"}, "type": {"bounce"}}); status != 303 {
 			t.Errorf("developer adding a suppression: %d", status)
 		}
+		if r, _ := dev.do("POST", "/domains/bob.example/suppressions", url.Values{"csrf": {dev.csrfOf("/")}, "recipient": {"x@rcpt.example"}, "type": {"bounce"}}, nil); r.StatusCode != 404 {
+			t.Errorf("Alice's developer adding to Bob's domain: %d, want 404", r.StatusCode)
+		}
 		for _, p := range []string{"/members", "/audit"} {
 			if r, page := dev.do("GET", p, nil, nil); r.StatusCode != 403 || strings.Contains(page, "view@team.example") {
 				t.Errorf("developer GET %s: %d, want the 403 page", p, r.StatusCode)
