@@ -135,6 +135,19 @@ func TestConsoleTeam(t *testing.T) {
 				}
 			}
 		}
+		// What the hidden forms held is shown as text.
+		if r := env.Do(apitest.Request{Method: "POST", Path: "/api/domains/alice.example/templates", Auth: alice.Auth(),
+			Body: map[string]any{"name": "welcome", "subject": "Hello {{name}}", "text": "Welcome aboard, {{name}}."}}); r.StatusCode != 201 && r.StatusCode != 200 {
+			t.Fatalf("creating a template: %d %s", r.StatusCode, r.Body)
+		}
+		if _, page := viewer.do("GET", "/domains/alice.example/templates/welcome", nil, nil); !strings.Contains(page, "Welcome aboard, {{name}}.") ||
+			!strings.Contains(page, `id="read-only"`) || strings.Contains(page, "<textarea id=\"t-text\"") {
+			t.Errorf("the viewer's template page shows no source, or the editor:\n%s", page)
+		}
+		if _, page := viewer.do("GET", "/domains/alice.example", nil, nil); !strings.Contains(page, "Opens off, clicks off") ||
+			!strings.Contains(page, "Directly to the recipients") || strings.Contains(page, "<h2>Delete</h2>") {
+			t.Errorf("the viewer's domain page does not state the settings, or offers deletion:\n%s", page)
+		}
 		vcsrf := viewer.csrfOf("/")
 		for p, form := range map[string]url.Values{
 			"/domains/alice.example/suppressions": {"recipient": {"x@rcpt.example"}, "type": {"bounce"}},
@@ -175,7 +188,7 @@ func TestConsoleTeam(t *testing.T) {
 		if r, _ := dev.do("POST", "/members", url.Values{"csrf": {dev.csrfOf("/")}, "email": {"x@team.example"}, "role": {"owner"}}, nil); r.StatusCode != 403 {
 			t.Errorf("developer inviting: %d, want 403", r.StatusCode)
 		}
-		if _, page := dev.do("GET", "/", nil, nil); strings.Contains(page, `href="/members"`) || !strings.Contains(page, "dev@team.example") {
+		if _, page := dev.do("GET", "/", nil, nil); strings.Contains(page, `href="/members"`) || !strings.Contains(page, "dev@team.example") || strings.Contains(page, `id="read-only"`) {
 			t.Errorf("the developer's header: members link shown, or not who is signed in")
 		}
 
