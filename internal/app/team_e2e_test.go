@@ -217,7 +217,8 @@ func TestConsoleTeam(t *testing.T) {
 		if status, _ := owner.submit("/members/"+viewID+"/remove", url.Values{"csrf": {owner.csrfOf("/members")}}); status != 303 {
 			t.Fatalf("removing the viewer: %d", status)
 		}
-		if r, page := viewer.do("GET", "/domains", nil, nil); r.StatusCode != 401 || !strings.Contains(page, `action="/sign-in"`) {
+		if r, page := viewer.do("GET", "/domains", nil, nil); r.StatusCode != 401 || !strings.Contains(page, `action="/sign-in"`) ||
+			!strings.Contains(page, "removed from the account") {
 			t.Errorf("the removed member's next page: %d, want the sign-in form", r.StatusCode)
 		}
 		if r := (&browser{t: t, base: env.URL}).signIn("view@team.example", "viewer password 1", "/"); r.StatusCode != 401 {

@@ -65,7 +65,7 @@ const endedGone = "gone"
 func (c *Console) endedText(why string) string {
 	switch why {
 	case endedGone:
-		return "Your session has ended (signed out elsewhere, or unused for too long). Sign in again."
+		return "Your session has ended (signed out elsewhere, removed from the account's members, or unused for too long). Sign in again."
 	case account.EndedIdle:
 		return "Your session ended after " + durationText(c.deps.Sessions.IdleTimeout()) + " without use. Sign in again."
 	case account.EndedDisabled:
