@@ -289,6 +289,17 @@ func TestConsoleTeam(t *testing.T) {
 		if r := env.Do(apitest.Request{Method: "GET", Path: "/api/audit?account=nobody", Auth: opAuth}); r.StatusCode != 404 {
 			t.Errorf("the operator reading a missing account's log: %d", r.StatusCode)
 		}
+		// The operator's changes to an account are in that account's log.
+		for _, act := range []string{"disable", "enable"} {
+			if status, _ := op.submit("/admin/accounts/bob/"+act, url.Values{"csrf": {op.csrfOf("/admin")}}); status != 303 {
+				t.Fatalf("the operator's %s of bob: %d", act, status)
+			}
+		}
+		bobLog := env.Do(apitest.Request{Method: "GET", Path: "/api/audit", Auth: bob.Auth()})
+		if d, _ := bobLog.JSON["data"].([]any); len(d) != 2 || d[0].(map[string]any)["action"] != "account.enabled" ||
+			d[1].(map[string]any)["action"] != "account.disabled" || d[1].(map[string]any)["actor"] != "operator op" {
+			t.Errorf("Bob's audit log after the operator disabled and enabled it: %s", bobLog.Body)
+		}
 		if r := env.Do(apitest.Request{Method: "GET", Path: "/api/audit?limit=0", Auth: alice.Auth()}); r.StatusCode != 422 {
 			t.Errorf("limit=0: %d %s", r.StatusCode, r.Body)
 		}

@@ -36,6 +36,9 @@ const (
 	MemberRemoved       = "member.removed"
 	PasswordSet         = "password.set"
 	PasswordRemoved     = "password.removed"
+	MessageCancelled    = "message.cancelled"
+	AccountDisabled     = "account.disabled" // by an operator
+	AccountEnabled      = "account.enabled"  // by an operator
 )
 
 // Entry is one thing done.

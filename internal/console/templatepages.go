@@ -185,6 +185,9 @@ func (c *Console) cancelMessage(w http.ResponseWriter, r *http.Request, s *accou
 	if err != nil {
 		return err
 	}
+	if len(cancelled) > 0 {
+		c.record(r, s, audit.MessageCancelled, fmt.Sprintf("%s: %s (%d deliveries)", d.Name, r.PathValue("id"), len(cancelled)))
+	}
 	c.redirect(w, r, "/domains/"+d.Name+"/messages/"+r.PathValue("id"), flash{Notice: notice})
 	return nil
 }
