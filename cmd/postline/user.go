@@ -31,6 +31,16 @@ func userCommands() *cmd {
 			help:    "An empty password removes it: the account then signs in to the console with an API key only.",
 			minArgs: 1, maxArgs: 1, setup: setupUserPassword},
 		{name: "list", summary: "list accounts", setup: setupUserList},
+		{name: "add-member", args: "ACCOUNT EMAIL", summary: "invite EMAIL to ACCOUNT's console (--role owner|developer|viewer) and print its one-time link",
+			help: "The link (--public-url + /join/TOKEN) works once, for 24 hours: the member sets a password there and then signs in\n" +
+				"with EMAIL and it. Owners do everything; developers everything but members and the audit log; viewers\n" +
+				"read only. Inviting a pending member again prints a new link (the old one stops working). An account has at\n" +
+				"most --members-per-account members and --member-invites-per-account pending invitations.",
+			minArgs: 2, maxArgs: 2, setup: setupUserAddMember},
+		{name: "members", args: "ACCOUNT", summary: "list ACCOUNT's console members: email, role, state, last sign-in",
+			minArgs: 1, maxArgs: 1, setup: setupUserMembers},
+		{name: "remove-member", args: "ACCOUNT EMAIL", summary: "remove a console member: its sessions end at once (invite it again to reset its password)",
+			minArgs: 2, maxArgs: 2, setup: setupUserRemoveMember},
 		{name: "update", args: "LOGIN", summary: "change an account's settings: --pool, its domains' default egress pool",
 			help: "--pool NAME names a pool of the --egress-file: the account's domains that name no pool of their own\n" +
 				"send direct deliveries through it (a domain's own pool, `postline domain update --pool`, wins);\n" +

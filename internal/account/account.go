@@ -65,6 +65,13 @@ type Principal struct {
 	// ExpiresAt is when the key expires (nil: never, or a password
 	// sign-in); the keys it makes expire no later.
 	ExpiresAt *time.Time
+	// MemberID is the team member signed in (0: the account itself, with
+	// its key or password); Email is theirs.
+	MemberID int64
+	Email    string
+	// Role is what the console lets the principal do; "" is RoleOwner
+	// (the account itself and its API keys).
+	Role Role
 }
 
 // Store is the storage the account service needs. Missing rows are
@@ -287,6 +294,12 @@ func (s *Service) RevokeKey(ctx context.Context, id int64) error {
 		return apperr.Errorf(apperr.NotFound, "key %d not found", id)
 	}
 	return err
+}
+
+// KeyByID returns a key's record (the audit log names API actions by
+// their key's name).
+func (s *Service) KeyByID(ctx context.Context, id int64) (Key, error) {
+	return s.store.KeyByID(ctx, id)
 }
 
 // RevokeOwnKey revokes key id of p's account; another account's key is

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/audit"
 	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/dnsclient"
 	"github.com/postline/postline/internal/domain"
@@ -63,7 +64,11 @@ type App struct {
 	DB       *store.DB
 	Resolver *dnsclient.Resolver
 	Accounts *account.Service
-	Domains  *domain.Service
+	// Team is the accounts' console members; Audit their record of who
+	// did what.
+	Team    *account.Team
+	Audit   *audit.Service
+	Domains *domain.Service
 	// Suppressions holds the bounce, unsubscribe and whitelist lists.
 	Suppressions *suppression.Service
 	// Events is the delivery log; LogExports writes it as files to
@@ -210,6 +215,9 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	a.Accounts = account.NewService(store.NewAccounts(db), nil)
 	a.Accounts.SetPasswordCheckConcurrency(a.Config.PasswordCheckConcurrency)
 	a.Accounts.SetPoolCheck(a.Egress.HasPool)
+	a.Team = account.NewTeam(a.Accounts, store.NewTeam(db), account.TeamConfig{MaxMembers: cfg.MembersPerAccount,
+		MaxPending: cfg.MemberInvitesPerAccount})
+	a.Audit = audit.NewService(store.NewAudit(db), nil, a.Logger)
 	a.Domains = domain.NewService(store.NewDomains(db, box), uncached, domain.Config{
 		RelayAllowlist: cfg.RelayAllowlist,
 		SPFRecord:      cfg.SPFRecord,
@@ -305,6 +313,7 @@ func (a *App) API() *httpapi.Server {
 		Jobs:          a.ValidationJobs,
 		Queue:         a.Queue,
 		Accounts:      a.Accounts,
+		Audit:         a.Audit,
 		Domains:       a.Domains,
 		Suppressions:  a.Suppressions,
 		Events:        a.Events,

@@ -21,8 +21,11 @@ func (a *App) console() http.Handler {
 		Logger:            a.Logger,
 		ValidationPerHour: a.Config.RateValidationPerHour,
 		DomainPerMinute:   a.Config.RateDomainPerMinute,
+		PublicURL:         a.Config.PublicURL,
 	}, console.Deps{
 		Accounts:      a.Accounts,
+		Team:          a.Team,
+		Audit:         a.Audit,
 		Sessions:      account.NewSessions(store.NewSessions(a.DB), a.Config.ConsoleIdleTimeout, nil),
 		Domains:       a.Domains,
 		Events:        a.Events,

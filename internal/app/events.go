@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"time"
 
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/store"
@@ -29,7 +28,7 @@ func (a *App) startEventServices(ctx context.Context) (stop func(), err error) {
 // sent messages they are about, kept as long as they are.
 func (a *App) logPruner() *event.Pruner {
 	return event.NewPruner(store.NewEvents(a.DB), event.PrunerConfig{Retention: a.Config.LogRetention, Logger: a.Logger,
-		Now: a.opts.Now, With: []func(context.Context, time.Time, int) (int64, error){a.Sending.PruneContent}})
+		Now: a.opts.Now, Also: []event.PruneFunc{a.Sending.PruneContent, store.NewAudit(a.DB).PruneAudit}})
 }
 
 // PruneLog runs one pass of the log's retention now, as serve does every

@@ -90,13 +90,21 @@ func TestStoreCopyToPostgres(t *testing.T) {
 		[]byte("From: ann@sender.example\r\nSubject: copied\r\n\r\nbinary \xff\x00 kept\r\n")); err != nil {
 		t.Fatalf("receiving: %v", err)
 	}
+	// A console member with its password (the webhook above is in the audit log).
+	token, _, err := e.App.Team.Invite(ctx, e.user.ID, "dev@team.example", "developer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.App.Team.Join(ctx, token, "member password 1"); err != nil {
+		t.Fatal(err)
+	}
 	stored, _, err := e.App.Receiving.List(ctx, receiving.Filter{DomainID: shop.ID, Limit: 1})
 	if err != nil || len(stored) != 1 {
 		t.Fatalf("stored: %v, %v", stored, err)
 	}
 	paths := []string{"/api/domains", "/api/domains/shop.example.com", "/api/domains/shop.example.com/log",
 		"/api/domains/shop.example.com/suppressions?type=bounce", "/api/domains/shop.example.com/webhooks", "/api/routes",
-		"/api/domains/shop.example.com/inbound", "/api/domains/shop.example.com/inbound/" + stored[0].ID + "/raw"}
+		"/api/domains/shop.example.com/inbound", "/api/domains/shop.example.com/inbound/" + stored[0].ID + "/raw", "/api/audit"}
 	// Mailgun's stats and tags (their answers have no URLs, which name
 	// the server).
 	mgPaths := []string{"/v3/shop.example.com/tags/copied", "/v3/shop.example.com/tags/copied/stats?event=accepted&event=delivered",
@@ -206,6 +214,9 @@ func TestStoreCopyToPostgres(t *testing.T) {
 	}
 	if list, err := pg.Suspensions.List(ctx); err != nil || len(list) != 1 || list[0].Value != "mx.now.example" {
 		t.Errorf("suspensions in force on PostgreSQL: %+v, %v", list, err)
+	}
+	if p, err := pg.Team.CheckPassword(ctx, "dev@team.example", "member password 1"); err != nil || p.AccountID != e.user.ID || p.Role != "developer" {
+		t.Errorf("the member signing in on PostgreSQL: %+v, %v", p, err)
 	}
 	got, err := pg.Domains.Get(ctx, "alice.example")
 	if err != nil || got.Unreadable != "" || got.Delivery.Password != "hunter2" {

@@ -169,8 +169,13 @@ type Config struct {
 	// ValidationJobsPerAccount is how many unfinished list-cleaning jobs
 	// one account may have (429 past it).
 	ValidationJobsPerAccount int
-	ValidationProbeCacheTTL  time.Duration // how long a definitive probe finding is reused
-	ValidationCatchAllTTL    time.Duration // how long a domain's catch-all finding is reused
+	// MembersPerAccount bounds an account's console members, pending
+	// invitations included; MemberInvitesPerAccount its invitations not
+	// yet used nor expired.
+	MembersPerAccount       int
+	MemberInvitesPerAccount int
+	ValidationProbeCacheTTL time.Duration // how long a definitive probe finding is reused
+	ValidationCatchAllTTL   time.Duration // how long a domain's catch-all finding is reused
 	// ValidationProbeRequestBudget bounds all the probes of one API request.
 	ValidationProbeRequestBudget time.Duration
 	// TrackingPerAddressPerMinute is how many opens, clicks and
@@ -289,6 +294,8 @@ func Default() Config {
 		ValidationProbeTimeout:       15 * time.Second,
 		ValidationJobLease:           2 * time.Minute,
 		ValidationJobsPerAccount:     3,
+		MembersPerAccount:            50,
+		MemberInvitesPerAccount:      20,
 		LogExportsPerAccount:         2,
 		ValidationProbeCacheTTL:      24 * time.Hour,
 		ValidationCatchAllTTL:        24 * time.Hour,
@@ -557,6 +564,12 @@ func (c Config) Validate() error {
 	}
 	if c.ValidationJobsPerAccount < 1 {
 		bad("validation-jobs-per-account", "must be at least 1, got %d", c.ValidationJobsPerAccount)
+	}
+	if c.MembersPerAccount < 1 || c.MembersPerAccount > 10000 {
+		bad("members-per-account", "must be between 1 and 10000, got %d", c.MembersPerAccount)
+	}
+	if c.MemberInvitesPerAccount < 1 || c.MemberInvitesPerAccount > 10000 {
+		bad("member-invites-per-account", "must be between 1 and 10000, got %d", c.MemberInvitesPerAccount)
 	}
 	if c.LogExportsPerAccount < 1 {
 		bad("log-exports-per-account", "must be at least 1, got %d", c.LogExportsPerAccount)

@@ -185,6 +185,10 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 		"how long a process holds a list-cleaning job for one batch; a job whose process died goes on elsewhere after it")
 	fs.IntVar(&cfg.LogExportsPerAccount, "log-exports-per-account", cfg.LogExportsPerAccount,
 		"log exports (CSV or NDJSON, console or API) one account may run at once; past it an export is refused with 429")
+	fs.IntVar(&cfg.MembersPerAccount, "members-per-account", cfg.MembersPerAccount,
+		"console members one account may have (postline user add-member, the console's /members), pending invitations included")
+	fs.IntVar(&cfg.MemberInvitesPerAccount, "member-invites-per-account", cfg.MemberInvitesPerAccount,
+		"invitations one account may have pending (links not used nor expired, each good for 24 hours)")
 	fs.IntVar(&cfg.ValidationJobsPerAccount, "validation-jobs-per-account", cfg.ValidationJobsPerAccount,
 		"unfinished list-cleaning jobs (queued or running) one account may have, and its uploads read at once; past it an upload is refused with 429")
 	fs.Func("validation-catch-all-ttl", "how long a domain found to accept every address is remembered, e.g. 24h or 7d (default 24h)", func(s string) error {

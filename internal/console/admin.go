@@ -6,6 +6,7 @@ import (
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/audit"
 )
 
 // adminOnly shows non-operators a 403 page.
@@ -104,9 +105,13 @@ func (c *Console) adminSetDisabled(disable bool) pageFunc {
 		if err != nil {
 			return err
 		}
-		what := "enabled: its keys that were not revoked work again."
+		what, action := "enabled: its keys that were not revoked work again.", audit.AccountEnabled
 		if disable {
-			what = "disabled: its keys and console sessions no longer work."
+			what, action = "disabled: its keys and console sessions no longer work.", audit.AccountDisabled
+		}
+		if a, err := c.deps.Accounts.User(r.Context(), login); err == nil && c.deps.Audit != nil { // in the account's own log
+			c.deps.Audit.Record(r.Context(), audit.Entry{AccountID: a.ID, Actor: "operator " + s.Actor(""), Action: action,
+				Target: login, Client: clientIP(r)})
 		}
 		c.redirect(w, r, "/admin", flash{Notice: "Account " + login + " " + what})
 		return nil

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/audit"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/logexport"
@@ -56,15 +57,22 @@ type Config struct {
 	// endpoints, shared with the API (--rate-domain-per-minute): the test
 	// message counts against it.
 	DomainPerMinute int
-	Now             func() time.Time
+	// PublicURL is where browsers reach the console (--public-url), for
+	// the invitation links; "" uses the request's host.
+	PublicURL string
+	Now       func() time.Time
 }
 
 // Deps are the services the pages use.
 type Deps struct {
 	Accounts *account.Service
 	Sessions *account.Sessions
-	Domains  *domain.Service
-	Events   *event.Service
+	// Team is the accounts' members; Audit who did what (nil: nothing is
+	// recorded).
+	Team    *account.Team
+	Audit   *audit.Service
+	Domains *domain.Service
+	Events  *event.Service
 	// LogExports writes the log as a file (the log page's export).
 	LogExports *logexport.Exporter
 	// Suppressions is the domains' lists.
@@ -139,7 +147,7 @@ func New(cfg Config, deps Deps) (*Console, error) {
 			}
 			return c.deps.Domains.InboundMXHost()
 		}}
-	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks", "admin", "validation", "job", "templates", "template", "inboundlist", "inbound", "analytics"} {
+	for _, name := range []string{"signin", "overview", "domains", "domain", "notfound", "log", "chain", "keys", "suppressions", "webhooks", "admin", "validation", "job", "templates", "template", "inboundlist", "inbound", "analytics", "members", "join", "audit"} {
 		files := []string{"templates/layout.html", "templates/details.html", "templates/" + name + ".html"}
 		if name == "templates" || name == "template" {
 			files = append(files, "templates/templatefields.html")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/audit"
 	"github.com/postline/postline/internal/domain"
 )
 
@@ -48,6 +49,7 @@ func (c *Console) addDomain(w http.ResponseWriter, r *http.Request, s *account.S
 	if err != nil {
 		return err
 	}
+	c.record(r, s, audit.DomainAdded, d.Name)
 	c.redirect(w, r, "/domains/"+d.Name, flash{Notice: "Domain " + d.Name + " added. Publish the records below, then verify it: " +
 		"until then the name is not reserved, and the claim lapses unless verified."})
 	return nil
@@ -68,6 +70,7 @@ func (c *Console) verifyDomain(w http.ResponseWriter, r *http.Request, s *accoun
 	if err != nil {
 		return err
 	}
+	c.record(r, s, audit.DomainVerified, d.Name+verifiedState(d))
 	c.redirect(w, r, "/domains/"+d.Name, flash{Notice: verifyNotice(d)})
 	return nil
 }
@@ -99,6 +102,7 @@ func (c *Console) deleteDomain(w http.ResponseWriter, r *http.Request, s *accoun
 	if err := c.deps.Domains.Remove(r.Context(), d); err != nil {
 		return err
 	}
+	c.record(r, s, audit.DomainDeleted, d.Name)
 	c.redirect(w, r, "/domains", flash{Notice: "Domain " + d.Name + " deleted, with its DKIM key, log, suppressions and webhooks."})
 	return nil
 }
@@ -177,6 +181,18 @@ func (c *Console) domainSettings(w http.ResponseWriter, r *http.Request, s *acco
 	default:
 		return apperr.Errorf(apperr.NotFound, "no such settings")
 	}
+	c.record(r, s, audit.DomainChanged, d.Name+": "+r.PostFormValue("section"))
 	c.redirect(w, r, "/domains/"+d.Name, flash{Notice: saved})
 	return nil
+}
+
+// verifiedState says what a check left a domain as, for the audit log.
+func verifiedState(d domain.Domain) string {
+	switch {
+	case d.RecordsChanged():
+		return " (verified; records changed)"
+	case d.Verified():
+		return " (verified)"
+	}
+	return " (not verified)"
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/audit"
 	"github.com/postline/postline/internal/suppression"
 	"github.com/postline/postline/internal/validation"
 )
@@ -27,9 +28,10 @@ func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, s *account.
 		return err
 	}
 	// The webhook signing key is shown to sessions that may manage
-	// webhooks: receivers of Mailgun-format posts verify with it.
+	// webhooks: receivers of Mailgun-format posts verify with it. A
+	// viewer reads no secret.
 	signing := ""
-	if s.Can(account.ScopeWebhooks) {
+	if s.Can(account.ScopeWebhooks) && s.MayChange() {
 		if signing, err = c.deps.Webhooks.SigningKey(r.Context(), s.AccountID); err != nil {
 			return err
 		}
@@ -41,13 +43,14 @@ func (c *Console) renderKeys(w http.ResponseWriter, r *http.Request, s *account.
 }
 
 func (c *Console) createKey(w http.ResponseWriter, r *http.Request, s *account.Session) error {
-	plain, err := c.createKeyFromForm(r, s)
+	plain, k, err := c.createKeyFromForm(r, s)
 	if e, ok := apperr.As(err); ok && e.Code == apperr.Invalid {
 		return c.renderKeys(w, r, s, http.StatusUnprocessableEntity, e.Fields)
 	}
 	if err != nil {
 		return err
 	}
+	c.record(r, s, audit.KeyCreated, keyName(k))
 	c.redirect(w, r, "/keys", flash{Notice: "API key created.", Secret: plain})
 	return nil
 }
@@ -68,6 +71,7 @@ func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, s *account.S
 	if id == s.KeyID {
 		notice = "API key revoked: it no longer works, and this session, started with it, has ended."
 	}
+	c.record(r, s, audit.KeyRevoked, fmt.Sprintf("key %d", id))
 	c.redirect(w, r, "/keys", flash{Notice: notice})
 	return nil
 }
@@ -113,6 +117,7 @@ func (c *Console) addSuppression(w http.ResponseWriter, r *http.Request, s *acco
 	if err != nil {
 		return err
 	}
+	c.record(r, s, audit.SuppressionAdded, d.Name+": "+strings.TrimSpace(r.PostFormValue("recipient"))+" ("+string(t)+")")
 	c.redirect(w, r, "/domains/"+d.Name+"/suppressions?type="+string(t),
 		flash{Notice: "Added " + strings.TrimSpace(r.PostFormValue("recipient")) + " to the " + string(t) + " list."})
 	return nil
@@ -134,6 +139,7 @@ func (c *Console) deleteSuppression(w http.ResponseWriter, r *http.Request, s *a
 	if !t.Valid() {
 		t = suppression.Bounce
 	}
+	c.record(r, s, audit.SuppressionRemoved, fmt.Sprintf("%s: entry %d of the %s list", d.Name, id, t))
 	c.redirect(w, r, "/domains/"+d.Name+"/suppressions?type="+string(t), flash{Notice: "Removed from the " + string(t) + " list."})
 	return nil
 }
@@ -156,6 +162,7 @@ func (c *Console) importSuppressions(w http.ResponseWriter, r *http.Request, s *
 		msg := fmt.Sprintf("%d added, %d already present, then: %s", res.Added, res.Existing, apperrText(err))
 		return c.renderSuppressions(w, r, s, http.StatusUnprocessableEntity, map[string][]string{"file": {msg}})
 	}
+	c.record(r, s, audit.SuppressionsImport, fmt.Sprintf("%s: %d added", d.Name, res.Added))
 	c.redirect(w, r, "/domains/"+d.Name+"/suppressions", flash{Notice: fmt.Sprintf("Imported: %s added, %s already present.",
 		num(int64(res.Added)), num(int64(res.Existing)))})
 	return nil
@@ -225,39 +232,47 @@ func (c *Console) setPassword(w http.ResponseWriter, r *http.Request, s *account
 	if err != nil {
 		return err
 	}
-	notice := "Console password set: sign in with it or with an API key."
+	notice, action := "Console password set: sign in with it or with an API key.", audit.PasswordSet
 	if pw == "" {
-		notice = "Console password removed: sign in with an API key."
+		notice, action = "Console password removed: sign in with an API key.", audit.PasswordRemoved
 	}
+	c.record(r, s, action, s.Login)
 	c.redirect(w, r, "/keys", flash{Notice: notice})
 	return nil
 }
 
 // createKeyFromForm reads the key form: ticked scopes, a domain list and
 // an expiry date (the end of that day, UTC).
-func (c *Console) createKeyFromForm(r *http.Request, s *account.Session) (string, error) {
+func (c *Console) createKeyFromForm(r *http.Request, s *account.Session) (string, account.Key, error) {
 	o := account.KeyOptions{Name: strings.TrimSpace(r.PostFormValue("name"))}
 	var err error
 	if ticked := r.PostForm["scopes"]; len(ticked) > 0 {
 		if o.Scopes, err = account.CheckScopes(ticked); err != nil {
-			return "", err
+			return "", account.Key{}, err
 		}
 	}
 	if o.Domains, err = account.ParseDomains(r.PostFormValue("domains")); err != nil {
-		return "", err
+		return "", account.Key{}, err
 	}
 	if v := strings.TrimSpace(r.PostFormValue("expires")); v != "" {
 		day, err := time.Parse("2006-01-02", v)
 		if err != nil {
-			return "", apperr.Field("expires_at", "expires must be a date (YYYY-MM-DD)")
+			return "", account.Key{}, apperr.Field("expires_at", "expires must be a date (YYYY-MM-DD)")
 		}
 		end := day.Add(24*time.Hour - time.Millisecond)
 		o.ExpiresAt = &end
 	}
 	// A session started with an expiring key makes keys that expire no later.
 	if o, err = s.Principal.ChildKey(o); err != nil {
-		return "", err
+		return "", account.Key{}, err
 	}
-	plain, _, err := c.deps.Accounts.CreateKeyWith(r.Context(), s.Login, o)
-	return plain, err
+	return c.deps.Accounts.CreateKeyWith(r.Context(), s.Login, o)
+}
+
+// keyName names a key in the audit log: its name and prefix.
+func keyName(k account.Key) string {
+	if k.Name == "" {
+		return k.Prefix + "…"
+	}
+	return k.Name + " (" + k.Prefix + "…)"
 }

@@ -23,6 +23,10 @@ type view struct {
 	Flash flash
 }
 
+// CanChange says whether the page shows its forms: a viewer's show none
+// (their POSTs would be refused).
+func (v view) CanChange() bool { return v.Session != nil && v.Session.MayChange() }
+
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page string, v view) {
 	v.Flash = flashOf(r)
 	var buf bytes.Buffer
@@ -139,9 +143,12 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	var p account.Principal
 	var err error
-	if isKey {
+	switch {
+	case isKey:
 		p, err = c.deps.Accounts.Authenticate(ctx, login, secret)
-	} else {
+	case strings.Contains(login, "@") && c.deps.Team != nil: // a member: logins have no @
+		p, err = c.deps.Team.CheckPassword(ctx, login, secret)
+	default:
 		p, err = c.deps.Accounts.CheckPassword(ctx, login, secret)
 	}
 	switch apperr.CodeOf(err) {

@@ -8,7 +8,9 @@ type consoleRoute struct {
 }
 
 // routes is every page of the console: who may see it is in the wrapper
-// (public, or signed in; POSTs also need the CSRF token).
+// (public, or signed in; POSTs also need the CSRF token and a role that
+// changes things: a viewer's are refused; ownerOnly and adminOnly narrow
+// further).
 func (c *Console) routes() []consoleRoute {
 	return []consoleRoute{
 		{"GET /{$}", c.page(c.overview)},
@@ -58,8 +60,16 @@ func (c *Console) routes() []consoleRoute {
 		{"GET /keys", c.page(c.keysPage)},
 		{"POST /keys", c.form(c.createKey)},
 		{"POST /keys/{id}/revoke", c.form(c.revokeKey)},
-		{"POST /password", c.form(c.setPassword)},
+		{"POST /password", c.form(c.ownerOnly(c.setPassword))},
+		{"GET /members", c.page(c.ownerOnly(c.membersPage))},
+		{"POST /members", c.form(c.ownerOnly(c.inviteMember))},
+		{"POST /members/{id}/role", c.form(c.ownerOnly(c.setMemberRole))},
+		{"POST /members/{id}/remove", c.form(c.ownerOnly(c.removeMember))},
+		{"GET /audit", c.page(c.ownerOnly(c.auditPage))},
+		{"GET /join/{token}", http.HandlerFunc(c.joinPage)},
+		{"POST /join/{token}", http.HandlerFunc(c.join)},
 		{"GET /admin", c.page(c.adminOnly(c.adminPage))},
+		{"GET /admin/accounts/{login}/audit", c.page(c.adminOnly(c.adminAuditPage))},
 		{"POST /admin/accounts", c.form(c.adminOnly(c.adminCreateAccount))},
 		{"POST /admin/accounts/{login}/disable", c.form(c.adminOnly(c.adminSetDisabled(true)))},
 		{"POST /admin/accounts/{login}/enable", c.form(c.adminOnly(c.adminSetDisabled(false)))},

@@ -65,7 +65,7 @@ const endedGone = "gone"
 func (c *Console) endedText(why string) string {
 	switch why {
 	case endedGone:
-		return "Your session has ended (signed out elsewhere, or unused for too long). Sign in again."
+		return "Your session has ended (signed out elsewhere, removed from the account's members, or unused for too long). Sign in again."
 	case account.EndedIdle:
 		return "Your session ended after " + durationText(c.deps.Sessions.IdleTimeout()) + " without use. Sign in again."
 	case account.EndedDisabled:
@@ -169,6 +169,10 @@ func (c *Console) form(fn pageFunc) http.Handler {
 		if !sameOrigin(r) || !validCSRF(r, s.CSRF) {
 			c.render(w, r, http.StatusForbidden, "notfound", view{Title: "Forbidden", Session: &s,
 				Data: map[string]any{"Message": "This form could not be accepted: reload the page and try again."}})
+			return
+		}
+		if !s.MayChange() && r.URL.Path != "/sign-out" { // a viewer changes nothing
+			c.readOnlyRefusal(w, r, &s)
 			return
 		}
 		if err := fn(w, r, &s); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/audit"
 	"github.com/postline/postline/internal/suppression"
 )
 
@@ -36,6 +37,7 @@ func (c *Console) removeSuppressions(w http.ResponseWriter, r *http.Request, s *
 	if err != nil {
 		return err
 	}
+	c.record(r, s, audit.SuppressionsRemoved, fmt.Sprintf("%s: %d from the %s list", d.Name, n, t))
 	c.redirect(w, r, back, flash{Notice: fmt.Sprintf("Removed %s from the %s list.", entries(n), t)})
 	return nil
 }
@@ -57,6 +59,7 @@ func (c *Console) clearSuppressions(w http.ResponseWriter, r *http.Request, s *a
 	if err != nil {
 		return err
 	}
+	c.record(r, s, audit.SuppressionsRemoved, fmt.Sprintf("%s: every entry (%d) of the %s list", d.Name, n, t))
 	c.redirect(w, r, "/domains/"+d.Name+"/suppressions?type="+string(t),
 		flash{Notice: fmt.Sprintf("Removed every entry of the %s list: %s.", t, entries(n))})
 	return nil

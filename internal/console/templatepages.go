@@ -10,6 +10,7 @@ import (
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/audit"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/sending"
 	"github.com/postline/postline/internal/templates"
@@ -56,6 +57,7 @@ func (c *Console) createTemplate(w http.ResponseWriter, r *http.Request, s *acco
 	if err != nil {
 		return err
 	}
+	c.record(r, s, audit.TemplateCreated, d.Name+": "+t.Name)
 	c.redirect(w, r, "/domains/"+d.Name+"/templates/"+t.Name, flash{Notice: "Template " + t.Name + " created (version 1)."})
 	return nil
 }
@@ -121,6 +123,7 @@ func (c *Console) updateTemplate(w http.ResponseWriter, r *http.Request, s *acco
 	if err != nil {
 		return err
 	}
+	c.record(r, s, audit.TemplateChanged, fmt.Sprintf("%s: %s version %d", d.Name, t.Name, t.Version))
 	c.redirect(w, r, "/domains/"+d.Name+"/templates/"+t.Name, flash{Notice: fmt.Sprintf("Saved as version %d, now the active one.", t.Version)})
 	return nil
 }
@@ -163,6 +166,7 @@ func (c *Console) deleteTemplate(w http.ResponseWriter, r *http.Request, s *acco
 	if err := c.deps.Templates.Delete(r.Context(), d.ID, r.PathValue("tpl")); err != nil {
 		return err
 	}
+	c.record(r, s, audit.TemplateDeleted, d.Name+": "+r.PathValue("tpl"))
 	c.redirect(w, r, "/domains/"+d.Name+"/templates", flash{Notice: "Template " + r.PathValue("tpl") + " deleted with all its versions."})
 	return nil
 }
@@ -180,6 +184,9 @@ func (c *Console) cancelMessage(w http.ResponseWriter, r *http.Request, s *accou
 	}
 	if err != nil {
 		return err
+	}
+	if len(cancelled) > 0 {
+		c.record(r, s, audit.MessageCancelled, fmt.Sprintf("%s: %s (%d deliveries)", d.Name, r.PathValue("id"), len(cancelled)))
 	}
 	c.redirect(w, r, "/domains/"+d.Name+"/messages/"+r.PathValue("id"), flash{Notice: notice})
 	return nil

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/audit"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/webhook"
 )
@@ -63,6 +65,7 @@ func (c *Console) createWebhook(w http.ResponseWriter, r *http.Request, s *accou
 	if err != nil {
 		return err
 	}
+	c.record(r, s, audit.WebhookCreated, d.Name+": "+h.URL)
 	c.redirect(w, r, "/domains/"+d.Name+"/webhooks", flash{Notice: "Webhook to " + h.URL + " added.", Secret: h.Secret})
 	return nil
 }
@@ -79,6 +82,7 @@ func (c *Console) deleteWebhook(w http.ResponseWriter, r *http.Request, s *accou
 	if err := c.deps.Webhooks.Delete(r.Context(), d.ID, id); err != nil {
 		return err
 	}
+	c.record(r, s, audit.WebhookDeleted, fmt.Sprintf("%s: webhook %d", d.Name, id))
 	c.redirect(w, r, "/domains/"+d.Name+"/webhooks", flash{Notice: "Webhook deleted: nothing more is posted to it."})
 	return nil
 }

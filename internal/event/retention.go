@@ -20,13 +20,17 @@ type PrunerConfig struct {
 	// that pruning never holds the SQLite writer or a domain's insert lock
 	// for long.
 	Batch int
-	// With are what is kept as long as the log (the content of sent
-	// messages: sending.Service.PruneContent): each pass prunes them with
-	// the same cutoff and batch, after the entries.
-	With   []func(ctx context.Context, before time.Time, batch int) (int64, error)
+	// Also are other records kept as long as the log (the content of sent
+	// messages: sending.Service.PruneContent; the audit log): each pass
+	// prunes them with the same cutoff, after the entries, each called
+	// again while it deletes a whole batch.
+	Also   []PruneFunc
 	Now    func() time.Time
 	Logger *slog.Logger
 }
+
+// PruneFunc deletes at most batch rows older than before.
+type PruneFunc func(ctx context.Context, before time.Time, batch int) (int64, error)
 
 // Pruner deletes entries older than the retention in the background, and
 // compacts the hourly counts of past hours.
@@ -100,11 +104,21 @@ func (p *Pruner) runOnce(ctx context.Context) (int64, error) {
 		if err != nil {
 			return n, err
 		}
-		for _, prune := range p.cfg.With {
-			if _, err := prune(ctx, cutoff, p.cfg.Batch); err != nil {
+		for _, also := range p.cfg.Also {
+			if err := p.pruneAlso(ctx, also, cutoff); err != nil {
 				return n, err
 			}
 		}
 	}
 	return n, p.store.CompactCounts(ctx, now.Add(-2*time.Hour))
+}
+
+// pruneAlso runs one of cfg.Also to the end, a batch at a time.
+func (p *Pruner) pruneAlso(ctx context.Context, fn PruneFunc, cutoff time.Time) error {
+	for {
+		n, err := fn(ctx, cutoff, p.cfg.Batch)
+		if err != nil || n < int64(p.cfg.Batch) {
+			return err
+		}
+	}
 }

@@ -44,7 +44,7 @@ func TestPrunerRunOnce(t *testing.T) {
 	st := &pruneStore{called: make(chan struct{}, 1)}
 	var with []time.Time
 	p := NewPruner(st, PrunerConfig{Retention: 30 * 24 * time.Hour, Now: func() time.Time { return now },
-		With: []func(context.Context, time.Time, int) (int64, error){func(_ context.Context, before time.Time, _ int) (int64, error) {
+		Also: []PruneFunc{func(_ context.Context, before time.Time, _ int) (int64, error) {
 			with = append(with, before)
 			return 0, nil
 		}}})
@@ -87,5 +87,33 @@ func TestPrunerLifecycle(t *testing.T) {
 	q.Stop()
 	if len(off.calls) != 0 || len(off.compacts) == 0 {
 		t.Fatalf("retention 0: pruned %v, compacted %v; want no pruning, a compaction", off.calls, off.compacts)
+	}
+}
+
+// The records kept for the log's retention (the audit log) are pruned at
+// the same cutoff, batch after batch until one is not full.
+func TestPrunerAlso(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	var cuts []time.Time
+	left := int64(25)
+	also := func(_ context.Context, before time.Time, batch int) (int64, error) {
+		cuts = append(cuts, before)
+		n := min(left, int64(batch))
+		left -= n
+		return n, nil
+	}
+	p := NewPruner(&pruneStore{called: make(chan struct{}, 1)}, PrunerConfig{Retention: 24 * time.Hour, Batch: 10,
+		Also: []PruneFunc{also}, Now: func() time.Time { return now }})
+	if _, err := p.runOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 || len(cuts) != 3 || !cuts[0].Equal(now.Add(-24*time.Hour)) {
+		t.Fatalf("Also called at %v, %d rows left; want three batches at %s", cuts, left, now.Add(-24*time.Hour))
+	}
+	off := NewPruner(&pruneStore{called: make(chan struct{}, 1)}, PrunerConfig{Also: []PruneFunc{also}})
+	cuts = nil
+	if _, err := off.runOnce(context.Background()); err != nil || len(cuts) != 0 {
+		t.Fatalf("with retention 0 (keep) Also was called: %v %v", cuts, err)
 	}
 }

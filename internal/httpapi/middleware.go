@@ -139,7 +139,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (string
 	if err := s.checkScope(r, rt, p); err != nil {
 		return p.Login, err
 	}
-	return p.Login, rt.handler(w, r, p)
+	err = rt.handler(w, r, p)
+	if err == nil && rt.audit != "" {
+		s.recordAPI(w, r, rt, p)
+	}
+	return p.Login, err
 }
 
 // Messages for authentication failures; tests and clients match on them.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/audit"
 )
 
 // group decides authentication, the rate-limit window and the error body
@@ -51,6 +52,9 @@ type route struct {
 	// whatever its group: Mailgun's validation routes use Mailgun's auth
 	// and errors but the budget of /api/email/validate.
 	hourly bool
+	// audit is the action a successful request records in the account's
+	// audit log ("": none).
+	audit string
 }
 
 func (s *Server) routeTable() []route {
@@ -83,13 +87,13 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/api/domains/{domain}/log/stream", group: groupDomainLog, scope: account.ScopeLogRead, handler: s.handleLogStream},
 		{method: "GET", path: "/api/domains/{domain}/log/export", group: groupDomainLog, scope: account.ScopeLogRead, handler: s.handleLogExport},
 
-		{method: "DELETE", path: "/api/domains/{domain}/tracklink", group: groupDelete, scope: account.ScopeDomains, handler: s.handleRemoveTracking},
-		{method: "DELETE", path: "/api/domains/{domain}/auth-domain", group: groupDelete, scope: account.ScopeDomains, handler: s.handleRemoveAuthDomain},
-		{method: "PUT", path: "/api/domains/{domain}/tracklink", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetTracking},
-		{method: "PUT", path: "/api/domains/{domain}/auth-domain", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetAuthDomain},
-		{method: "PUT", path: "/api/domains/{domain}/tracking", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetTrackingOptions},
-		{method: "PATCH", path: "/api/domains/{domain}/delivery", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetDelivery},
-		{method: "PATCH", path: "/api/domains/{domain}/inbound", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetInbound},
+		{method: "DELETE", path: "/api/domains/{domain}/tracklink", group: groupDelete, scope: account.ScopeDomains, handler: s.handleRemoveTracking, audit: audit.DomainChanged},
+		{method: "DELETE", path: "/api/domains/{domain}/auth-domain", group: groupDelete, scope: account.ScopeDomains, handler: s.handleRemoveAuthDomain, audit: audit.DomainChanged},
+		{method: "PUT", path: "/api/domains/{domain}/tracklink", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetTracking, audit: audit.DomainChanged},
+		{method: "PUT", path: "/api/domains/{domain}/auth-domain", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetAuthDomain, audit: audit.DomainChanged},
+		{method: "PUT", path: "/api/domains/{domain}/tracking", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetTrackingOptions, audit: audit.DomainChanged},
+		{method: "PATCH", path: "/api/domains/{domain}/delivery", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetDelivery, audit: audit.DomainChanged},
+		{method: "PATCH", path: "/api/domains/{domain}/inbound", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetInbound, audit: audit.DomainChanged},
 
 		// Received mail a route stored (inbound.go): scope domains, as the
 		// routes that store it.
@@ -105,21 +109,21 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/api/domains/{domain}/messages/{id}/raw", group: groupDomain, scope: account.ScopeSend, handler: s.handleGetMessageRaw},
 		{method: "DELETE", path: "/api/domains/{domain}/messages/{id}", group: groupDomain, scope: account.ScopeSend, handler: s.handleCancelMessage},
 
-		{method: "POST", path: "/api/domains/{domain}/templates", group: groupDomain, scope: account.ScopeSend, handler: s.handleCreateTemplate, maxBody: maxTemplateBody},
+		{method: "POST", path: "/api/domains/{domain}/templates", group: groupDomain, scope: account.ScopeSend, handler: s.handleCreateTemplate, maxBody: maxTemplateBody, audit: audit.TemplateCreated},
 		{method: "GET", path: "/api/domains/{domain}/templates", group: groupDomain, scope: account.ScopeSend, handler: s.handleListTemplates},
 		{method: "GET", path: "/api/domains/{domain}/templates/{name}", group: groupDomain, scope: account.ScopeSend, handler: s.handleGetTemplate},
-		{method: "PUT", path: "/api/domains/{domain}/templates/{name}", group: groupDomain, scope: account.ScopeSend, handler: s.handleUpdateTemplate, maxBody: maxTemplateBody},
-		{method: "DELETE", path: "/api/domains/{domain}/templates/{name}", group: groupDomain, scope: account.ScopeSend, handler: s.handleDeleteTemplate},
+		{method: "PUT", path: "/api/domains/{domain}/templates/{name}", group: groupDomain, scope: account.ScopeSend, handler: s.handleUpdateTemplate, maxBody: maxTemplateBody, audit: audit.TemplateChanged},
+		{method: "DELETE", path: "/api/domains/{domain}/templates/{name}", group: groupDomain, scope: account.ScopeSend, handler: s.handleDeleteTemplate, audit: audit.TemplateDeleted},
 		{method: "POST", path: "/api/domains/{domain}/templates/{name}/render", group: groupDomain, scope: account.ScopeSend, handler: s.handleRenderTemplate},
 
 		{method: "GET", path: "/api/domains/{domain}/suppressions", group: groupDomain, scope: account.ScopeSuppressions, handler: s.handleSuppressions},
 		{method: "GET", path: "/api/domains/{domain}/suppressions/unsubscribes", group: groupDomain, scope: account.ScopeSuppressions, handler: s.handleUnsubscribes},
-		{method: "POST", path: "/api/domains/{domain}/suppressions/whitelist", group: groupDomain, scope: account.ScopeSuppressions, handler: s.handleWhitelist},
-		{method: "DELETE", path: "/api/domains/{domain}/suppressions/{id}", group: groupDomain, scope: account.ScopeSuppressions, handler: s.handleDeleteSuppression},
+		{method: "POST", path: "/api/domains/{domain}/suppressions/whitelist", group: groupDomain, scope: account.ScopeSuppressions, handler: s.handleWhitelist, audit: audit.SuppressionAdded},
+		{method: "DELETE", path: "/api/domains/{domain}/suppressions/{id}", group: groupDomain, scope: account.ScopeSuppressions, handler: s.handleDeleteSuppression, audit: audit.SuppressionRemoved},
 
-		{method: "POST", path: "/api/domains/{domain}/webhooks", group: groupDomain, scope: account.ScopeWebhooks, handler: s.handleCreateWebhook},
+		{method: "POST", path: "/api/domains/{domain}/webhooks", group: groupDomain, scope: account.ScopeWebhooks, handler: s.handleCreateWebhook, audit: audit.WebhookCreated},
 		{method: "GET", path: "/api/domains/{domain}/webhooks", group: groupDomain, scope: account.ScopeWebhooks, handler: s.handleListWebhooks},
-		{method: "DELETE", path: "/api/domains/{domain}/webhooks/{id}", group: groupDomain, scope: account.ScopeWebhooks, handler: s.handleDeleteWebhook},
+		{method: "DELETE", path: "/api/domains/{domain}/webhooks/{id}", group: groupDomain, scope: account.ScopeWebhooks, handler: s.handleDeleteWebhook, audit: audit.WebhookDeleted},
 		{method: "GET", path: "/api/domains/{domain}/webhooks/{id}/posts", group: groupDomain, scope: account.ScopeWebhooks, handler: s.handleWebhookPosts},
 
 		// The operator's: accounts and the queue across every domain (403 for
@@ -148,8 +152,9 @@ func (s *Server) routeTable() []route {
 		{method: "DELETE", path: "/api/routes/{id}", group: groupDomain, scope: account.ScopeDomains, handler: s.handleDeleteRoute},
 
 		{method: "GET", path: "/api/keys", group: groupDomain, scope: account.ScopeKeys, handler: s.handleListKeys},
-		{method: "POST", path: "/api/keys", group: groupDomain, scope: account.ScopeKeys, handler: s.handleCreateKey},
-		{method: "DELETE", path: "/api/keys/{id}", group: groupDomain, scope: account.ScopeKeys, handler: s.handleRevokeKey},
+		{method: "GET", path: "/api/audit", group: groupDomain, scope: account.ScopeKeys, handler: s.handleAudit},
+		{method: "POST", path: "/api/keys", group: groupDomain, scope: account.ScopeKeys, handler: s.handleCreateKey, audit: audit.KeyCreated},
+		{method: "DELETE", path: "/api/keys/{id}", group: groupDomain, scope: account.ScopeKeys, handler: s.handleRevokeKey, audit: audit.KeyRevoked},
 
 		// Mailgun's v3 API over the same services (mailgun.go).
 		{method: "POST", path: "/v3/{domain}/messages", group: groupMailgun, scope: account.ScopeSend, handler: s.handleMailgunSend, maxBody: maxSendBody},
@@ -236,10 +241,10 @@ func (s *Server) routeTable() []route {
 		{method: "POST", path: "/v3/routes", group: groupMailgun, scope: account.ScopeDomains, handler: s.handleMGRouteCreate},
 		{method: "PUT", path: "/v3/routes/{id}", group: groupMailgun, scope: account.ScopeDomains, handler: s.handleMGRouteUpdate},
 
-		{method: "POST", path: "/api/domains", group: groupDomain, scope: account.ScopeDomains, handler: s.handleCreateDomain},
+		{method: "POST", path: "/api/domains", group: groupDomain, scope: account.ScopeDomains, handler: s.handleCreateDomain, audit: audit.DomainAdded},
 		{method: "GET", path: "/api/domains", group: groupDomain, scope: account.ScopeDomains, handler: s.handleListDomains},
 		{method: "GET", path: "/api/domains/{domain}", group: groupDomain, scope: account.ScopeDomains, handler: s.handleGetDomain},
-		{method: "POST", path: "/api/domains/{domain}/verify", group: groupDomain, scope: account.ScopeDomains, handler: s.handleVerifyDomain},
-		{method: "DELETE", path: "/api/domains/{domain}", group: groupDomain, scope: account.ScopeDomains, handler: s.handleDeleteDomain},
+		{method: "POST", path: "/api/domains/{domain}/verify", group: groupDomain, scope: account.ScopeDomains, handler: s.handleVerifyDomain, audit: audit.DomainVerified},
+		{method: "DELETE", path: "/api/domains/{domain}", group: groupDomain, scope: account.ScopeDomains, handler: s.handleDeleteDomain, audit: audit.DomainDeleted},
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/audit"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/inboundroute"
@@ -42,7 +43,9 @@ type Limits struct {
 // Deps are the services the handlers call.
 type Deps struct {
 	Accounts *account.Service
-	Domains  *domain.Service
+	// Audit is the accounts' record of who did what (GET /api/audit).
+	Audit   *audit.Service
+	Domains *domain.Service
 	// Suppressions is the suppression capability.
 	Suppressions *suppression.Service
 	// Events is the delivery log (list and stream endpoints).

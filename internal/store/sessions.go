@@ -18,30 +18,42 @@ func NewSessions(db *DB) Sessions { return Sessions{db: db} }
 
 // CreateSession implements account.SessionStore.
 func (s Sessions) CreateSession(ctx context.Context, idHash string, ses account.Session) error {
-	var key any
+	var key, member any
 	if ses.KeyID > 0 {
 		key = ses.KeyID
 	}
-	_, err := s.db.w.ExecContext(ctx, `INSERT INTO sessions (id_hash, account_id, key_id, csrf, created_at, last_seen_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, idHash, ses.AccountID, key, ses.CSRF, ms(ses.CreatedAt), ms(ses.LastSeen))
+	if ses.MemberID > 0 {
+		member = ses.MemberID
+	}
+	_, err := s.db.w.ExecContext(ctx, `INSERT INTO sessions (id_hash, account_id, key_id, member_id, csrf, created_at, last_seen_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, idHash, ses.AccountID, key, member, ses.CSRF, ms(ses.CreatedAt), ms(ses.LastSeen))
 	return notFound(err, "session")
 }
 
 // SessionByHash implements account.SessionStore.
 func (s Sessions) SessionByHash(ctx context.Context, idHash string) (account.SessionRecord, error) {
 	var r account.SessionRecord
-	var key sql.NullInt64
+	var key, member sql.NullInt64
 	var created, seen int64
 	var disabled, revoked, expires sql.NullInt64
-	err := s.db.rd.QueryRowContext(ctx, `SELECT s.account_id, s.key_id, s.csrf, s.created_at, s.last_seen_at,
-		a.login, a.is_admin, a.disabled_at, k.revoked_at, k.expires_at
+	var email, role sql.NullString
+	// A member's role and address are read here at every request, so a
+	// change of role holds from the next one; removing the member deleted
+	// the session.
+	err := s.db.rd.QueryRowContext(ctx, `SELECT s.account_id, s.key_id, s.member_id, s.csrf, s.created_at, s.last_seen_at,
+		a.login, a.is_admin, a.disabled_at, k.revoked_at, k.expires_at, m.email, m.role
 		FROM sessions s JOIN accounts a ON a.id = s.account_id LEFT JOIN api_keys k ON k.id = s.key_id
-		WHERE s.id_hash = $1`, idHash).Scan(&r.AccountID, &key, &r.CSRF, &created, &seen,
-		&r.Login, &r.Admin, &disabled, &revoked, &expires)
+		LEFT JOIN account_members m ON m.id = s.member_id
+		WHERE s.id_hash = $1`, idHash).Scan(&r.AccountID, &key, &member, &r.CSRF, &created, &seen,
+		&r.Login, &r.Admin, &disabled, &revoked, &expires, &email, &role)
 	if err != nil {
 		return r, notFound(err, "session")
 	}
-	r.KeyID = key.Int64
+	r.KeyID, r.MemberID, r.Email, r.Role = key.Int64, member.Int64, email.String, account.Role(role.String)
+	if r.MemberID == 0 {
+		r.Role = account.RoleOwner
+	}
+	r.Admin = r.Admin && r.Role == account.RoleOwner
 	r.CreatedAt, r.LastSeen = fromMS(created), fromMS(seen)
 	r.Disabled, r.KeyRevoked = disabled.Valid, revoked.Valid
 	if expires.Valid {

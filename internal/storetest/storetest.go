@@ -58,6 +58,8 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("ValidationJobCancel", func(t *testing.T) { t.Parallel(); testValidationJobCancelDropsPending(t, open(t)) })
 	t.Run("ValidationCache", func(t *testing.T) { t.Parallel(); testValidationCache(t, open(t)) })
 	t.Run("Sessions", func(t *testing.T) { t.Parallel(); testSessions(t, open(t)) })
+	t.Run("Team", func(t *testing.T) { t.Parallel(); testTeam(t, open(t)) })
+	t.Run("Audit", func(t *testing.T) { t.Parallel(); testAudit(t, open(t)) })
 	t.Run("Queue", func(t *testing.T) { t.Parallel(); testQueue(t, open(t)) })
 	t.Run("QueueClaims", func(t *testing.T) { t.Parallel(); testQueueClaims(t, open(t)) })
 	t.Run("Suspensions", func(t *testing.T) { t.Parallel(); testSuspensions(t, open(t)) })

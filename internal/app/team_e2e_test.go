@@ -1,0 +1,331 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/postline/postline/internal/apitest"
+	"github.com/postline/postline/internal/config"
+	"github.com/postline/postline/internal/store"
+)
+
+var (
+	inviteLinkRE = regexp.MustCompile(`id="invite-link">(https?://[^/]+(/join/[A-Za-z0-9_-]+))<`)
+	postFormRE   = regexp.MustCompile(`<form[^>]*method="post"[^>]*>`)
+)
+
+// csrfOf reads the session's CSRF token off a page.
+func (b *browser) csrfOf(path string) string {
+	b.t.Helper()
+	_, page := b.do("GET", path, nil, nil)
+	m := csrfRE.FindStringSubmatch(page)
+	if m == nil {
+		b.t.Fatalf("no CSRF token on %s:\n%s", path, page)
+	}
+	return m[1]
+}
+
+// invite has the owner b invite email as role on /members and returns the
+// link's path, shown once.
+func (b *browser) invite(email, role string) string {
+	b.t.Helper()
+	status, page := b.submit("/members", url.Values{"csrf": {b.csrfOf("/members")}, "email": {email}, "role": {role}})
+	m := inviteLinkRE.FindStringSubmatch(page)
+	if status != http.StatusSeeOther || m == nil {
+		b.t.Fatalf("inviting %s as %s: %d\n%s", email, role, status, page)
+	}
+	if _, again := b.do("GET", "/members", nil, nil); strings.Contains(again, m[2]) {
+		b.t.Errorf("the link of %s is shown again on the next page", email)
+	}
+	return m[2]
+}
+
+// join sets a member's password at its link and signs it in.
+func join(t *testing.T, base, link, email, pw string) *browser {
+	t.Helper()
+	m := &browser{t: t, base: base}
+	if r, page := m.do("GET", link, nil, nil); r.StatusCode != 200 || !strings.Contains(page, email) {
+		t.Fatalf("GET %s: %d\n%s", link, r.StatusCode, page)
+	}
+	if r, page := m.do("POST", link, url.Values{"password": {pw}, "again": {pw}}, nil); r.StatusCode != 200 ||
+		!strings.Contains(page, "Your password is set") {
+		t.Fatalf("setting the password at %s: %d\n%s", link, r.StatusCode, page)
+	}
+	if r := m.signIn(email, pw, "/"); r.StatusCode != http.StatusSeeOther || m.cookie == nil {
+		t.Fatalf("%s signing in with its password: %d", email, r.StatusCode)
+	}
+	return m
+}
+
+// TestConsoleTeam: an owner invites members with one-time links (used,
+// expired and unknown links refused with a page saying so); members sign
+// in with their email and password; a viewer sees no form and every POST
+// is a 403; a developer changes things but not members nor the audit log;
+// a role change and a removal hold from the member's next request; the
+// member limit names its flag; the audit log records each change, for
+// owners and the operator only.
+func TestConsoleTeam(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		env := apitest.Start(t, d, func(c *config.Config) { c.MembersPerAccount = 3 })
+		alice, bob := env.NewUser("alice"), env.NewUser("bob")
+		env.NewDomain(alice, "alice.example")
+		env.NewDomain(bob, "bob.example")
+		ctx := context.Background()
+		owner := &browser{t: t, base: env.URL}
+		owner.signIn("alice", alice.Key, "/")
+		devLink := owner.invite("Dev@Team.example", "developer")
+		viewLink := owner.invite("view@team.example", "viewer")
+		expLink := owner.invite("late@team.example", "viewer")
+
+		// Links: once, for 24 hours, and only real ones.
+		dev := join(t, env.URL, devLink, "dev@team.example", "developer password 1")
+		if r, page := (&browser{t: t, base: env.URL}).do("GET", devLink, nil, nil); r.StatusCode != 410 || !strings.Contains(page, "has been used") {
+			t.Errorf("a used link: %d\n%s", r.StatusCode, page)
+		}
+		if r, _ := (&browser{t: t, base: env.URL}).do("POST", devLink, url.Values{"password": {"another password 2"}, "again": {"another password 2"}}, nil); r.StatusCode != 410 {
+			t.Errorf("setting a password again with a used link: %d, want 410", r.StatusCode)
+		}
+		if r := (&browser{t: t, base: env.URL}).signIn("dev@team.example", "another password 2", "/"); r.StatusCode != 401 {
+			t.Errorf("the second use changed the password: sign-in %d", r.StatusCode)
+		}
+		if _, err := env.App.DB.Writer().ExecContext(ctx, `UPDATE account_members SET invite_expires_at = invite_expires_at - 25 * 3600 * 1000
+			WHERE email = 'late@team.example'`); err != nil {
+			t.Fatal(err)
+		}
+		if r, page := (&browser{t: t, base: env.URL}).do("GET", expLink, nil, nil); r.StatusCode != 410 || !strings.Contains(page, "has expired") {
+			t.Errorf("an expired link: %d\n%s", r.StatusCode, page)
+		}
+		if r, _ := (&browser{t: t, base: env.URL}).do("POST", expLink, url.Values{"password": {"late password 123"}, "again": {"late password 123"}}, nil); r.StatusCode != 410 {
+			t.Errorf("an expired link's form: %d, want 410", r.StatusCode)
+		}
+		if r, page := (&browser{t: t, base: env.URL}).do("GET", "/join/not-a-real-token", nil, nil); r.StatusCode != 404 || !strings.Contains(page, "not valid") {
+			t.Errorf("an unknown link: %d\n%s", r.StatusCode, page)
+		}
+		viewer := join(t, env.URL, viewLink, "view@team.example", "viewer password 1")
+
+		// The bound: three members (the expired invitation counts).
+		status, page := owner.submit("/members", url.Values{"csrf": {owner.csrfOf("/members")}, "email": {"four@team.example"}, "role": {"viewer"}})
+		if status != 422 || !strings.Contains(page, "members-per-account") {
+			t.Errorf("a fourth member past --members-per-account 3: %d\n%s", status, page)
+		}
+
+		// A new link for the expired invitation: the old one is then unknown.
+		lateLink := owner.invite("late@team.example", "developer")
+		if r, _ := (&browser{t: t, base: env.URL}).do("GET", expLink, nil, nil); r.StatusCode != 404 {
+			t.Errorf("a replaced link: %d, want 404", r.StatusCode)
+		}
+		join(t, env.URL, lateLink, "late@team.example", "late password 123")
+
+		// The viewer reads every page, sees no form but sign-out, and every POST is refused.
+		for _, p := range []string{"/", "/domains", "/domains/alice.example", "/domains/alice.example/suppressions", "/domains/alice.example/webhooks",
+			"/domains/alice.example/templates", "/keys", "/validation", "/domains/alice.example/log"} {
+			r, page := viewer.do("GET", p, nil, nil)
+			if r.StatusCode != 200 {
+				t.Errorf("viewer GET %s: %d", p, r.StatusCode)
+			}
+			for _, f := range postFormRE.FindAllString(page, -1) {
+				if !strings.Contains(f, `action="/sign-out"`) {
+					t.Errorf("viewer's %s shows a form: %s", p, f)
+				}
+			}
+		}
+		// What the hidden forms held is shown as text.
+		if r := env.Do(apitest.Request{Method: "POST", Path: "/api/domains/alice.example/templates", Auth: alice.Auth(),
+			Body: map[string]any{"name": "welcome", "subject": "Hello {{name}}", "text": "Welcome aboard, {{name}}."}}); r.StatusCode != 201 && r.StatusCode != 200 {
+			t.Fatalf("creating a template: %d %s", r.StatusCode, r.Body)
+		}
+		if _, page := viewer.do("GET", "/domains/alice.example/templates/welcome", nil, nil); !strings.Contains(page, "Welcome aboard, {{name}}.") ||
+			!strings.Contains(page, `id="read-only"`) || strings.Contains(page, "<textarea id=\"t-text\"") {
+			t.Errorf("the viewer's template page shows no source, or the editor:\n%s", page)
+		}
+		if _, page := viewer.do("GET", "/domains/alice.example", nil, nil); !strings.Contains(page, "Opens off, clicks off") ||
+			!strings.Contains(page, "Directly to the recipients") || strings.Contains(page, "<h2>Delete</h2>") {
+			t.Errorf("the viewer's domain page does not state the settings, or offers deletion:\n%s", page)
+		}
+		vcsrf := viewer.csrfOf("/")
+		for p, form := range map[string]url.Values{
+			"/domains/alice.example/suppressions": {"recipient": {"x@rcpt.example"}, "type": {"bounce"}},
+			"/keys":                               {"name": {"viewer key"}},
+			"/domains":                            {"name": {"new.example"}},
+		} {
+			form.Set("csrf", vcsrf)
+			if r, page := viewer.do("POST", p, form, nil); r.StatusCode != 403 || !strings.Contains(page, "viewer") {
+				t.Errorf("viewer POST %s: %d, want the 403 page\n%s", p, r.StatusCode, page)
+			}
+		}
+		for _, p := range []string{"/members", "/audit", "/domains/bob.example"} {
+			want := 403
+			if p == "/domains/bob.example" {
+				want = 404
+			}
+			if r, _ := viewer.do("GET", p, nil, nil); r.StatusCode != want {
+				t.Errorf("viewer GET %s: %d, want %d", p, r.StatusCode, want)
+			}
+		}
+
+		// The developer: keys and suppressions yes, members and audit no.
+		status, page = dev.submit("/keys", url.Values{"csrf": {dev.csrfOf("/keys")}, "name": {"dev key"}})
+		if status != 303 || !regexp.MustCompile(`pl_[A-Za-z0-9_-]{43}`).MatchString(page) {
+			t.Errorf("developer creating a key: %d\n%s", status, page)
+		}
+		if status, _ := dev.submit("/domains/alice.example/suppressions", url.Values{"csrf": {dev.csrfOf("/")}, "recipient": {"gone@rcpt.example"}, "type": {"bounce"}}); status != 303 {
+			t.Errorf("developer adding a suppression: %d", status)
+		}
+		if r, _ := dev.do("POST", "/domains/bob.example/suppressions", url.Values{"csrf": {dev.csrfOf("/")}, "recipient": {"x@rcpt.example"}, "type": {"bounce"}}, nil); r.StatusCode != 404 {
+			t.Errorf("Alice's developer adding to Bob's domain: %d, want 404", r.StatusCode)
+		}
+		for _, p := range []string{"/members", "/audit"} {
+			if r, page := dev.do("GET", p, nil, nil); r.StatusCode != 403 || strings.Contains(page, "view@team.example") {
+				t.Errorf("developer GET %s: %d, want the 403 page", p, r.StatusCode)
+			}
+		}
+		if r, _ := dev.do("POST", "/members", url.Values{"csrf": {dev.csrfOf("/")}, "email": {"x@team.example"}, "role": {"owner"}}, nil); r.StatusCode != 403 {
+			t.Errorf("developer inviting: %d, want 403", r.StatusCode)
+		}
+		if _, page := dev.do("GET", "/", nil, nil); strings.Contains(page, `href="/members"`) || !strings.Contains(page, "dev@team.example") || strings.Contains(page, `id="read-only"`) {
+			t.Errorf("the developer's header: members link shown, or not who is signed in")
+		}
+
+		// The owner's page: roles and last sign-in; a role change holds at the next request.
+		_, page = owner.do("GET", "/members", nil, nil)
+		if !strings.Contains(page, "dev@team.example") || !strings.Contains(page, "late@team.example") || strings.Contains(page, "never") {
+			t.Errorf("the members page:\n%s", page)
+		}
+		ids := regexp.MustCompile(`action="/members/(\d+)/role"`).FindAllStringSubmatch(page, -1)
+		if len(ids) != 3 { // dev, late, view: by email
+			t.Fatalf("role forms: %v", ids)
+		}
+		devID, viewID := ids[0][1], ids[2][1]
+		if status, _ := owner.submit("/members/"+devID+"/role", url.Values{"csrf": {owner.csrfOf("/members")}, "role": {"viewer"}}); status != 303 {
+			t.Fatalf("changing the developer to viewer: %d", status)
+		}
+		if r, _ := dev.do("POST", "/keys", url.Values{"csrf": {dev.csrfOf("/")}, "name": {"second"}}, nil); r.StatusCode != 403 {
+			t.Errorf("the demoted developer's next POST: %d, want 403", r.StatusCode)
+		}
+		// Another account's owner cannot touch Alice's members.
+		bobB := &browser{t: t, base: env.URL}
+		bobB.signIn("bob", bob.Key, "/")
+		if r, _ := bobB.do("POST", "/members/"+viewID+"/remove", url.Values{"csrf": {bobB.csrfOf("/")}}, nil); r.StatusCode != 404 {
+			t.Errorf("Bob removing Alice's member: %d, want 404", r.StatusCode)
+		}
+		if status, _ := owner.submit("/members/"+viewID+"/remove", url.Values{"csrf": {owner.csrfOf("/members")}}); status != 303 {
+			t.Fatalf("removing the viewer: %d", status)
+		}
+		if r, page := viewer.do("GET", "/domains", nil, nil); r.StatusCode != 401 || !strings.Contains(page, `action="/sign-in"`) ||
+			!strings.Contains(page, "removed from the account") {
+			t.Errorf("the removed member's next page: %d, want the sign-in form", r.StatusCode)
+		}
+		if r := (&browser{t: t, base: env.URL}).signIn("view@team.example", "viewer password 1", "/"); r.StatusCode != 401 {
+			t.Errorf("a removed member signing in: %d, want 401", r.StatusCode)
+		}
+
+		// The audit log: each change with who and from where; owners and the operator only.
+		_, page = owner.do("GET", "/audit", nil, nil)
+		for _, want := range []string{"member.invited", "dev@team.example as developer", "password.set", "key.created", "dev key",
+			"suppression.added", "gone@rcpt.example", "member.role_changed", "dev@team.example to viewer", "member.removed", "127.0.0.1"} {
+			if !strings.Contains(page, want) {
+				t.Errorf("the audit page lacks %q", want)
+			}
+		}
+		if !regexp.MustCompile(`<td>dev@team.example</td><td><code>key.created</code>`).MatchString(page) ||
+			!regexp.MustCompile(`<td>alice</td><td><code>member.removed</code>`).MatchString(page) {
+			t.Errorf("the audit page does not name who did what:\n%s", page)
+		}
+		if strings.Index(page, "member.removed") > strings.Index(page, "member.invited") {
+			t.Errorf("the audit page is not newest first")
+		}
+		if _, page := bobB.do("GET", "/audit", nil, nil); strings.Contains(page, "team.example") {
+			t.Errorf("Bob's audit page shows Alice's entries")
+		}
+		env.NewUser("op")
+		env.App.Accounts.SetAdmin(ctx, "op", true)
+		keys, _, _ := env.App.Accounts.CreateKey(ctx, "op", "console")
+		op := &browser{t: t, base: env.URL}
+		op.signIn("op", keys, "/")
+		if r, page := op.do("GET", "/admin/accounts/alice/audit", nil, nil); r.StatusCode != 200 || !strings.Contains(page, "member.removed") {
+			t.Errorf("the operator's view of Alice's audit log: %d", r.StatusCode)
+		}
+		if r, _ := owner.do("GET", "/admin/accounts/bob/audit", nil, nil); r.StatusCode != 403 {
+			t.Errorf("a sender reading Bob's audit log: %d, want 403", r.StatusCode)
+		}
+
+		// The API: its changes recorded with the key's name; GET /api/audit
+		// for the account, another's for the operator only.
+		if r := env.Do(apitest.Request{Method: "POST", Path: "/api/keys", Auth: alice.Auth(), Body: map[string]any{"name": "from the api"}}); r.StatusCode != 201 {
+			t.Fatalf("POST /api/keys: %d %s", r.StatusCode, r.Body)
+		}
+		r := env.Do(apitest.Request{Method: "GET", Path: "/api/audit?limit=2", Auth: alice.Auth()})
+		data, _ := r.JSON["data"].([]any)
+		if r.StatusCode != 200 || len(data) != 2 || r.JSON["next_before"] == nil {
+			t.Fatalf("GET /api/audit?limit=2: %d %s", r.StatusCode, r.Body)
+		}
+		if e := data[0].(map[string]any); e["actor"] != "api key test" || e["action"] != "key.created" || e["target"] != "keys" || e["client"] != "127.0.0.1" {
+			t.Errorf("the API's key creation in the audit log: %v", e)
+		}
+		if e := data[1].(map[string]any); e["action"] != "member.removed" || e["actor"] != "alice" || e["target"] != "view@team.example" {
+			t.Errorf("the entry before it: %v", e)
+		}
+		older := env.Do(apitest.Request{Method: "GET", Path: fmt.Sprintf("/api/audit?limit=500&before=%v", r.JSON["next_before"]), Auth: alice.Auth()})
+		if od, _ := older.JSON["data"].([]any); older.StatusCode != 200 || len(od) < 5 || older.JSON["next_before"] != nil {
+			t.Errorf("the older page: %d %s", older.StatusCode, older.Body)
+		}
+		if r := env.Do(apitest.Request{Method: "GET", Path: "/api/audit?account=alice", Auth: bob.Auth()}); r.StatusCode != 403 {
+			t.Errorf("Bob reading Alice's audit log: %d %s", r.StatusCode, r.Body)
+		}
+		if r := env.Do(apitest.Request{Method: "GET", Path: "/api/audit", Auth: bob.Auth()}); r.StatusCode != 200 || strings.Contains(string(r.Body), "team.example") {
+			t.Errorf("Bob's audit log: %d %s", r.StatusCode, r.Body)
+		}
+		opAuth := apitest.User{Login: "op", Key: keys}.Auth()
+		if r := env.Do(apitest.Request{Method: "GET", Path: "/api/audit?account=alice&limit=500", Auth: opAuth}); r.StatusCode != 200 ||
+			!strings.Contains(string(r.Body), "member.invited") {
+			t.Errorf("the operator reading Alice's audit log: %d %s", r.StatusCode, r.Body)
+		}
+		if r := env.Do(apitest.Request{Method: "GET", Path: "/api/audit?account=nobody", Auth: opAuth}); r.StatusCode != 404 {
+			t.Errorf("the operator reading a missing account's log: %d", r.StatusCode)
+		}
+		// The operator's changes to an account are in that account's log.
+		for _, act := range []string{"disable", "enable"} {
+			if status, _ := op.submit("/admin/accounts/bob/"+act, url.Values{"csrf": {op.csrfOf("/admin")}}); status != 303 {
+				t.Fatalf("the operator's %s of bob: %d", act, status)
+			}
+		}
+		bobLog := env.Do(apitest.Request{Method: "GET", Path: "/api/audit", Auth: bob.Auth()})
+		if d, _ := bobLog.JSON["data"].([]any); len(d) != 2 || d[0].(map[string]any)["action"] != "account.enabled" ||
+			d[1].(map[string]any)["action"] != "account.disabled" || d[1].(map[string]any)["actor"] != "operator op" {
+			t.Errorf("Bob's audit log after the operator disabled and enabled it: %s", bobLog.Body)
+		}
+		if r := env.Do(apitest.Request{Method: "GET", Path: "/api/audit?limit=0", Auth: alice.Auth()}); r.StatusCode != 422 {
+			t.Errorf("limit=0: %d %s", r.StatusCode, r.Body)
+		}
+	})
+}
+
+// A member's email is a login for the sign-in limits: failed passwords
+// count against it (--auth-attempts-per-login), and past the limit even
+// the right password is refused for now.
+func TestConsoleMemberSignInLimit(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, store.SQLite, func(c *config.Config) { c.AuthAttemptsPerLogin = 3 })
+	alice := env.NewUser("alice")
+	owner := &browser{t: t, base: env.URL}
+	owner.signIn("alice", alice.Key, "/")
+	m := join(t, env.URL, owner.invite("ann@team.example", "viewer"), "ann@team.example", "the right password")
+	if _, page := m.do("GET", "/", nil, nil); !strings.Contains(page, "ann@team.example") {
+		t.Fatalf("the member's overview does not say who is signed in")
+	}
+	b := &browser{t: t, base: env.URL}
+	for i := range 3 {
+		if r := b.signIn("ANN@team.example", "a wrong password", "/"); r.StatusCode != 401 {
+			t.Fatalf("wrong password %d: %d, want 401", i+1, r.StatusCode)
+		}
+	}
+	if r := b.signIn("ann@team.example", "the right password", "/"); r.StatusCode != 429 || b.cookie != nil {
+		t.Errorf("the right password after 3 failures: %d, want 429", r.StatusCode)
+	}
+}
