@@ -88,6 +88,7 @@ func (s *Server) routeTable() []route {
 		{method: "PUT", path: "/api/domains/{domain}/tracklink", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetTracking},
 		{method: "PUT", path: "/api/domains/{domain}/auth-domain", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetAuthDomain},
 		{method: "PUT", path: "/api/domains/{domain}/tracking", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetTrackingOptions},
+		{method: "PATCH", path: "/api/domains/{domain}", group: groupDomain, scope: account.ScopeDomains, handler: s.handleUpdateDomain},
 		{method: "PATCH", path: "/api/domains/{domain}/delivery", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetDelivery},
 		{method: "PATCH", path: "/api/domains/{domain}/inbound", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetInbound},
 
