@@ -89,4 +89,12 @@ func TestBinaryDKIMEd25519(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "signs with RSA only") || strings.Contains(show, "dkim_ed25519") || !strings.Contains(show, "ed25519:   off") {
 		t.Errorf("update --dkim-ed25519=false: exit %d %q; show:\n%s", code, out, show)
 	}
+	// domain add takes it too, and prints the record with the others.
+	code, out, errs = cliEnv(t, rig.vars, "domain", "add", "alice", "news.example.com", "--direct", "--dkim-ed25519")
+	if code != 0 {
+		t.Fatalf("add --dkim-ed25519: exit %d %s", code, errs)
+	}
+	if n, v := dkimRecord(t, out, "dkim_ed25519"); !strings.HasSuffix(n, "-ed._domainkey.news.example.com") || !strings.HasPrefix(v, "v=DKIM1; k=ed25519; p=") {
+		t.Errorf("add --dkim-ed25519 printed %s %q", n, v)
+	}
 }

@@ -132,6 +132,7 @@ func (f *deliveryFlags) apply(del domain.Delivery) (out domain.Delivery, changed
 
 func setupDomainAdd(fs *flag.FlagSet) runFunc {
 	df := addDeliveryFlags(fs)
+	ed := fs.Bool("dkim-ed25519", false, "also make an Ed25519 key and sign with it beside the RSA key (RFC 8463)")
 	return func(ctx context.Context, x *inv) error {
 		x.fields = deliveryFields
 		del, changed, err := df.apply(domain.Delivery{})
@@ -149,7 +150,7 @@ func setupDomainAdd(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		d, err := a.Domains.Add(ctx, domain.AddParams{AccountID: acc.ID, Name: x.args[1], Delivery: del, Trusted: true})
+		d, err := a.Domains.Add(ctx, domain.AddParams{AccountID: acc.ID, Name: x.args[1], Delivery: del, Trusted: true, DKIMEd25519: *ed})
 		if err != nil {
 			return err
 		}

@@ -5,9 +5,7 @@ package message
 import (
 	"crypto"
 	"crypto/sha256"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // BenchmarkRSASign compares one RSA-2048 PKCS#1 v1.5 SHA-256 signature by
@@ -67,17 +65,4 @@ func BenchmarkDKIMSign(b *testing.B) {
 			}
 		})
 	}
-}
-
-// cpuPerOp starts counting the process's CPU time; the function it
-// returns reports it per operation as cpu-ns/op.
-func cpuPerOp(b *testing.B) func() {
-	start := cpuTime()
-	return func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
