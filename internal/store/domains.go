@@ -55,7 +55,7 @@ func msPtr(t *time.Time) any {
 
 func (s Domains) sealPassword(p string) string { return s.sealBytes([]byte(p)) }
 
-// sealBytes seals an optional secret: none is stored as ”.
+// sealBytes seals an optional secret; none is stored as the empty string.
 func (s Domains) sealBytes(p []byte) string {
 	if len(p) == 0 {
 		return ""
