@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+
+	"github.com/postline/postline/internal/message"
 )
 
 // commandTree is every command of the binary. Leaves name their positional
@@ -131,5 +133,7 @@ func versionText() string {
 	if rev != "" {
 		out += fmt.Sprintf(" revision %s%s built from a commit of %s", rev, dirty, at)
 	}
-	return out + " " + bi.GoVersion
+	// Which code makes the DKIM RSA signatures: Go's crypto/rsa, or
+	// OpenSSL's libcrypto in a build with -tags openssl.
+	return out + " " + bi.GoVersion + " (RSA signing: " + message.RSABackend + ")"
 }

@@ -28,6 +28,7 @@ import (
 // pointing at it, and an account with a verified direct-delivery domain.
 type deliveryRig struct {
 	sink *smtptest.Sink
+	dns  *dnstest.Server
 	vars map[string]string
 	key  string
 }
@@ -51,7 +52,7 @@ func newDeliveryRig(t *testing.T, vars map[string]string) *deliveryRig {
 		}
 	}
 	_, out, _ := cliEnv(t, vars, "key", "create", "alice")
-	return &deliveryRig{sink: sink, vars: vars, key: strings.TrimSpace(out)}
+	return &deliveryRig{sink: sink, dns: dns, vars: vars, key: strings.TrimSpace(out)}
 }
 
 func (r *deliveryRig) env() []string {

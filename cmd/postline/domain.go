@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -32,10 +33,12 @@ func domainCommands() *cmd {
 		{name: "show", args: "DOMAIN", summary: "show a domain's settings and the DNS records to publish",
 			minArgs: 1, maxArgs: 1, setup: one(domainShow)},
 		{name: "update", args: "DOMAIN",
-			summary: "change how a domain's mail leaves (relay or direct) or whether it receives mail (--inbound); the DKIM key and everything else stay",
+			summary: "change how a domain's mail leaves (relay or direct), whether it receives mail (--inbound) or adds an Ed25519 signature (--dkim-ed25519); the DKIM key and everything else stay",
 			help: "Only the flags given change: --smtp-password alone replaces the relay password, --direct\n" +
 				"switches to direct delivery and drops the relay settings, --smtp-host switches to a relay.\n" +
-				"--inbound takes mail for the domain's addresses (once verified; routes decide what becomes of it), --inbound=false stops.",
+				"--inbound takes mail for the domain's addresses (once verified; routes decide what becomes of it), --inbound=false stops.\n" +
+				"--dkim-ed25519 signs every message with an Ed25519 key (RFC 8463) beside the RSA one and prints its\n" +
+				"record to publish; --dkim-ed25519=false goes back to RSA alone (the key is kept for next time).",
 			minArgs: 1, maxArgs: 1, setup: setupDomainUpdate},
 		{name: "verify", args: "DOMAIN", summary: "check the domain's DNS records and mark it verified when they are published",
 			minArgs: 1, maxArgs: 1, setup: setupDomainVerify},
@@ -129,6 +132,7 @@ func (f *deliveryFlags) apply(del domain.Delivery) (out domain.Delivery, changed
 
 func setupDomainAdd(fs *flag.FlagSet) runFunc {
 	df := addDeliveryFlags(fs)
+	ed := fs.Bool("dkim-ed25519", false, "also make an Ed25519 key and sign with it beside the RSA key (RFC 8463)")
 	return func(ctx context.Context, x *inv) error {
 		x.fields = deliveryFields
 		del, changed, err := df.apply(domain.Delivery{})
@@ -146,7 +150,7 @@ func setupDomainAdd(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		d, err := a.Domains.Add(ctx, domain.AddParams{AccountID: acc.ID, Name: x.args[1], Delivery: del, Trusted: true})
+		d, err := a.Domains.Add(ctx, domain.AddParams{AccountID: acc.ID, Name: x.args[1], Delivery: del, Trusted: true, DKIMEd25519: *ed})
 		if err != nil {
 			return err
 		}
@@ -157,16 +161,17 @@ func setupDomainAdd(fs *flag.FlagSet) runFunc {
 
 func setupDomainUpdate(fs *flag.FlagSet) runFunc {
 	df := addDeliveryFlags(fs)
-	inbound := &optBool{}
+	inbound, ed := &optBool{}, &optBool{}
 	fs.Var(inbound, "inbound", "receive mail at the domain's addresses (--inbound=false: stop)")
+	fs.Var(ed, "dkim-ed25519", "add an Ed25519 DKIM signature beside the RSA one (--dkim-ed25519=false: RSA alone)")
 	return onDomain(func(ctx context.Context, x *inv, a *app.App, d domain.Domain) error {
 		x.fields = deliveryFields
 		del, changed, err := df.apply(d.Delivery)
 		if err != nil {
 			return err
 		}
-		if !changed && !inbound.set {
-			return usagef("nothing to change: give --direct, --smtp-*, --pool or --inbound flags")
+		if !changed && !inbound.set && !ed.set {
+			return usagef("nothing to change: give --direct, --smtp-*, --pool, --inbound or --dkim-ed25519 flags")
 		}
 		if changed {
 			if d, err = a.Domains.SetDelivery(ctx, d, del, true); err != nil {
@@ -180,8 +185,31 @@ func setupDomainUpdate(fs *flag.FlagSet) runFunc {
 			}
 			fmt.Fprintf(x.stdout, "%s %s\n", d.Name, inboundText(d, a.Domains.InboundMXHost()))
 		}
+		if ed.set {
+			if d, err = a.Domains.SetDKIMEd25519(ctx, d, ed.v); err != nil {
+				return err
+			}
+			return printEd25519(x.stdout, d, a.Domains.Records(d))
+		}
 		return nil
 	})
+}
+
+// printEd25519 says how the domain signs now and, with Ed25519 on, the
+// records of its key to publish.
+func printEd25519(w io.Writer, d domain.Domain, recs []domain.Record) error {
+	if !d.DKIMEd25519 {
+		fmt.Fprintf(w, "%s signs with RSA only\n", d.Name)
+		return nil
+	}
+	fmt.Fprintf(w, "%s signs with Ed25519 beside RSA; publish:\n", d.Name)
+	var ed []domain.Record
+	for _, r := range recs {
+		if strings.HasSuffix(r.Purpose, "dkim_ed25519") {
+			ed = append(ed, r)
+		}
+	}
+	return printRecords(w, ed)
 }
 
 // optBool is a boolean flag that knows whether it was given.
@@ -261,10 +289,18 @@ func domainShow(ctx context.Context, x *inv, a *app.App, d domain.Domain) error 
 	case claim == domain.ClaimPending && d.ClaimExpiresAt != nil:
 		claim += ", deleted unless verified by " + d.ClaimExpiresAt.Format(time.RFC3339)
 	}
-	fmt.Fprintf(x.stdout, "domain:    %s\naccount:   %s\nclaim:     %s\nverified:  %s\ndns check: %s\ndelivery:  %s\ntracking:  %s (%s)\nauth:      %s\ninbound:   %s\nselector:  %s\n\n",
+	fmt.Fprintf(x.stdout, "domain:    %s\naccount:   %s\nclaim:     %s\nverified:  %s\ndns check: %s\ndelivery:  %s\ntracking:  %s (%s)\nauth:      %s\ninbound:   %s\nselector:  %s\ned25519:   %s\n\n",
 		d.Name, login, claim, verified, checkText(d), deliveryText(d), dash(d.TrackingDomain), trackingText(d.Tracking), dash(d.AuthDomain),
-		inboundText(d, a.Domains.InboundMXHost()), d.DKIMSelector)
+		inboundText(d, a.Domains.InboundMXHost()), d.DKIMSelector, ed25519Text(d))
 	return printRecords(x.stdout, a.Domains.CheckedRecords(d))
+}
+
+// ed25519Text says whether the domain adds an Ed25519 signature.
+func ed25519Text(d domain.Domain) string {
+	if d.DKIMEd25519 {
+		return "on, selector " + d.DKIMEd25519Selector() + " (a second signature beside RSA)"
+	}
+	return "off"
 }
 
 func setupDomainVerify(fs *flag.FlagSet) runFunc {

@@ -139,6 +139,10 @@ func TestDataLocation(t *testing.T) {
 			t.Errorf("postline %s: exit %d %q", strings.Join(args, " "), code, errs)
 		}
 	}
+	// The default build signs with Go's crypto/rsa, and says so.
+	if _, out, _ := cliEnv(t, vars, "version"); !strings.Contains(out, "(RSA signing: go)") {
+		t.Errorf("postline version: %q; want it to say (RSA signing: go)", out)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "data")); !os.IsNotExist(err) {
 		t.Fatalf("a command made the data directory (%v); none of them needs it", err)
 	}

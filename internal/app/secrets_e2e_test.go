@@ -168,7 +168,8 @@ func formRequest(fields map[string]string) ([]byte, http.Header) {
 }
 
 // populateSecrets gives the database one value in every sealed column the
-// tests know how to make: a relay domain with a password, a webhook and
+// tests know how to make: a relay domain with a password and an Ed25519
+// DKIM key, a webhook and
 // the account's webhook signing key. It returns the domain, the webhook's
 // secret and the signing key.
 func populateSecrets(t *testing.T, a *app.App) (domain.Domain, string, string) {
@@ -178,7 +179,7 @@ func populateSecrets(t *testing.T, a *app.App) (domain.Domain, string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := a.Domains.Add(ctx, domain.AddParams{AccountID: acc.ID, Name: "alice.example", Trusted: true,
+	d, err := a.Domains.Add(ctx, domain.AddParams{AccountID: acc.ID, Name: "alice.example", Trusted: true, DKIMEd25519: true,
 		Delivery: domain.Delivery{Mode: domain.ModeSMTP, Host: "relay.example.net", User: "u", Password: "hunter2"}})
 	if err != nil {
 		t.Fatal(err)
@@ -303,9 +304,10 @@ func TestSecretRotate(t *testing.T) {
 		}
 		defer a.Close()
 		got, err := a.Domains.Get(ctx, "alice.example")
-		if err != nil || got.Unreadable != "" || !bytes.Equal(got.DKIMPrivateKey, dom.DKIMPrivateKey) || got.Delivery.Password != "hunter2" {
-			t.Fatalf("domain after rotation: unreadable %q, same DKIM key %v, password %q, %v", got.Unreadable,
-				bytes.Equal(got.DKIMPrivateKey, dom.DKIMPrivateKey), got.Delivery.Password, err)
+		if err != nil || got.Unreadable != "" || !bytes.Equal(got.DKIMPrivateKey, dom.DKIMPrivateKey) || got.Delivery.Password != "hunter2" ||
+			len(dom.DKIMEd25519Key) == 0 || !bytes.Equal(got.DKIMEd25519Key, dom.DKIMEd25519Key) {
+			t.Fatalf("domain after rotation: unreadable %q, same DKIM key %v, same Ed25519 key %v, password %q, %v", got.Unreadable,
+				bytes.Equal(got.DKIMPrivateKey, dom.DKIMPrivateKey), bytes.Equal(got.DKIMEd25519Key, dom.DKIMEd25519Key), got.Delivery.Password, err)
 		}
 		hooks, err := a.Webhooks.List(ctx, dom.ID)
 		if err != nil || len(hooks) != 1 || hooks[0].Secret != hookSecret {

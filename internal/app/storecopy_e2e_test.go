@@ -26,15 +26,16 @@ import (
 // TestStoreCopyToPostgres: a populated SQLite database copied into
 // PostgreSQL serves the same answers (domains, log pages, suppressions,
 // webhooks, inbound routes, stored received messages and their queued
-// forwards), its DKIM keys and relay passwords open with the same secret
+// forwards), its DKIM keys (RSA and Ed25519) and relay passwords open with the same secret
 // key, and every table of the schema was copied with its rows.
 func TestStoreCopyToPostgres(t *testing.T) {
 	t.Parallel()
 	pgURL := testutil.DatabaseURL(t, store.Postgres) // skips without PostgreSQL
 	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.WebhookAllowPrivate = true })
 	ctx := context.Background()
-	if _, err := e.App.Domains.Add(ctx, domain.AddParams{AccountID: e.user.ID, Name: "alice.example", Trusted: true,
-		Delivery: domain.Delivery{Mode: domain.ModeSMTP, Host: "relay.example.net", User: "u", Password: "hunter2"}}); err != nil {
+	alice, err := e.App.Domains.Add(ctx, domain.AddParams{AccountID: e.user.ID, Name: "alice.example", Trusted: true, DKIMEd25519: true,
+		Delivery: domain.Delivery{Mode: domain.ModeSMTP, Host: "relay.example.net", User: "u", Password: "hunter2"}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, to := range []string{"ann@rcpt.example.net", "bob@rcpt.example.net"} {
@@ -221,6 +222,10 @@ func TestStoreCopyToPostgres(t *testing.T) {
 	got, err := pg.Domains.Get(ctx, "alice.example")
 	if err != nil || got.Unreadable != "" || got.Delivery.Password != "hunter2" {
 		t.Fatalf("the relay domain on PostgreSQL: %+v, %v; want its password readable", got.Delivery, err)
+	}
+	if !got.DKIMEd25519 || len(alice.DKIMEd25519Key) == 0 || !bytes.Equal(got.DKIMEd25519Key, alice.DKIMEd25519Key) {
+		t.Fatalf("the domain's Ed25519 key on PostgreSQL: on %v, same key %v; want it copied and readable",
+			got.DKIMEd25519, bytes.Equal(got.DKIMEd25519Key, alice.DKIMEd25519Key))
 	}
 	// The queue continues on PostgreSQL: a new send gets ids past the
 	// copied ones and is delivered.

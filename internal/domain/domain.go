@@ -57,6 +57,12 @@ type Domain struct {
 	DKIMSelector   string
 	DKIMPrivateKey []byte // PKCS#8 DER; sealed at rest
 	DKIMPublicKey  string // base64 SubjectPublicKeyInfo, as published in DNS
+	// DKIMEd25519 says the domain's messages carry a second DKIM
+	// signature, Ed25519 (RFC 8463), beside the RSA one (ed25519.go).
+	DKIMEd25519 bool
+	// DKIMEd25519Key is the Ed25519 key (PKCS#8 DER; sealed at rest),
+	// made when the option is first turned on; nil before.
+	DKIMEd25519Key []byte
 	Delivery       Delivery
 	TrackingDomain string // empty when none
 	AuthDomain     string // empty when none

@@ -10,8 +10,10 @@ import (
 
 // Record is one DNS record an owner must publish.
 type Record struct {
-	Purpose  string `json:"purpose"` // spf, dkim, dmarc, tracking, auth_dkim, auth_return_path, inbound_mx
-	Type     string `json:"type"`    // TXT, CNAME, MX
+	// Purpose is spf, dkim, dkim_ed25519, dmarc, tracking, auth_dkim,
+	// auth_dkim_ed25519, auth_return_path or inbound_mx.
+	Purpose  string `json:"purpose"`
+	Type     string `json:"type"` // TXT, CNAME, MX
 	Name     string `json:"name"`
 	Value    string `json:"value"`
 	Required bool   `json:"required"` // verification fails without it
@@ -42,17 +44,13 @@ func (d Domain) DKIMRecordValue() string {
 // required: receivers accept mail without it, but the big mailbox providers
 // rank mail better with it.
 func (s *Service) Records(d Domain) []Record {
-	recs := []Record{
-		s.spfRecord(d),
-		{Purpose: "dkim", Type: "TXT", Name: d.DKIMSelector + "._domainkey." + d.Name, Value: d.DKIMRecordValue(), Required: true},
-		{Purpose: "dmarc", Type: "TXT", Name: "_dmarc." + d.Name, Value: "v=DMARC1; p=none"},
-	}
+	recs := append([]Record{s.spfRecord(d)}, dkimRecords(d, "dkim", d.Name)...)
+	recs = append(recs, Record{Purpose: "dmarc", Type: "TXT", Name: "_dmarc." + d.Name, Value: "v=DMARC1; p=none"})
 	if d.TrackingDomain != "" {
 		recs = append(recs, s.cnameRecord("tracking", d.TrackingDomain))
 	}
 	if d.AuthDomain != "" {
-		recs = append(recs, Record{Purpose: "auth_dkim", Type: "TXT", Name: d.DKIMSelector + "._domainkey." + d.AuthDomain,
-			Value: d.DKIMRecordValue(), Required: true})
+		recs = append(recs, dkimRecords(d, "auth_dkim", d.AuthDomain)...)
 		// The return path points at the service host, whose own MX and SPF
 		// records then cover the bounce addresses (a CNAME cannot sit beside
 		// a TXT at the same name, so this replaces an SPF record there).
@@ -193,9 +191,9 @@ func (s *Service) check(ctx context.Context, r Record) string {
 			if strings.HasPrefix(strings.ToUpper(strings.ReplaceAll(t, " ", "")), "V=DMARC1") {
 				return StatusOK
 			}
-		default: // DKIM: the published key must be ours
+		default: // DKIM (RSA or Ed25519): the published key must be ours
 			if p, found := dkimKey(t); found {
-				if p == strings.TrimPrefix(r.Value, "v=DKIM1; k=rsa; p=") {
+				if want, _ := dkimKey(r.Value); p == want {
 					return StatusOK
 				}
 				status = StatusMismatch

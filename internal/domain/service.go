@@ -100,6 +100,8 @@ type AddParams struct {
 	Delivery  Delivery
 	// Trusted skips the relay allowlist (the operator's CLI).
 	Trusted bool
+	// DKIMEd25519 adds an Ed25519 key and signature beside the RSA one.
+	DKIMEd25519 bool
 }
 
 // Add creates the account's claim on a domain, with a fresh DKIM key. It
@@ -142,7 +144,7 @@ func (s *Service) Add(ctx context.Context, p AddParams) (Domain, error) {
 	}
 	now := s.cfg.Now().UTC()
 	expires := now.Add(s.cfg.ClaimTTL)
-	d, err := s.store.CreateDomain(ctx, Domain{
+	d := Domain{
 		ClaimExpiresAt: &expires,
 		AccountID:      p.AccountID,
 		Name:           name,
@@ -151,7 +153,14 @@ func (s *Service) Add(ctx context.Context, p AddParams) (Domain, error) {
 		DKIMPrivateKey: priv,
 		DKIMPublicKey:  base64.StdEncoding.EncodeToString(pub),
 		Delivery:       p.Delivery,
-	})
+		DKIMEd25519:    p.DKIMEd25519,
+	}
+	if p.DKIMEd25519 {
+		if err := ensureEd25519Key(&d); err != nil {
+			return Domain{}, err
+		}
+	}
+	d, err = s.store.CreateDomain(ctx, d)
 	if apperr.CodeOf(err) == apperr.Conflict {
 		return Domain{}, apperr.Errorf(apperr.Conflict, "domain %s is already in your account", name)
 	}

@@ -21,8 +21,11 @@ type domainJSON struct {
 	Tracking       domain.Tracking `json:"tracking"`
 	Inbound        inboundJSON     `json:"inbound"`
 	DKIMSelector   string          `json:"dkim_selector"`
-	DNSRecords     []domain.Record `json:"dns_records"`
-	Claim          claimJSON       `json:"claim"`
+	// DKIMEd25519 says messages carry an Ed25519 signature (RFC 8463)
+	// beside the RSA one; its record is among dns_records.
+	DKIMEd25519 bool            `json:"dkim_ed25519"`
+	DNSRecords  []domain.Record `json:"dns_records"`
+	Claim       claimJSON       `json:"claim"`
 	// DNSCheck is the last look-up of the records (null before any);
 	// RecordsChanged says it failed for a verified domain, which stays
 	// verified.
@@ -79,7 +82,7 @@ func (s *Server) domainView(d domain.Domain, recs []domain.Record) domainJSON {
 		Delivery: deliveryJSON{Mode: d.Delivery.Mode, Host: d.Delivery.Host, Port: d.Delivery.Port,
 			User: d.Delivery.User, PasswordSet: d.Delivery.Password != "", TLS: d.Delivery.TLS, Pool: d.Delivery.Pool},
 		TrackingDomain: optional(d.TrackingDomain), AuthDomain: optional(d.AuthDomain), Tracking: d.Tracking, Inbound: s.inboundView(d),
-		DKIMSelector: d.DKIMSelector, DNSRecords: recs, Unreadable: d.Unreadable,
+		DKIMSelector: d.DKIMSelector, DKIMEd25519: d.DKIMEd25519, DNSRecords: recs, Unreadable: d.Unreadable,
 		Claim: claimJSON{Status: d.ClaimStatus(), Reason: d.ClaimEnded}, RecordsChanged: d.RecordsChanged(),
 	}
 	if c := d.DNSCheck; c != nil {
@@ -98,8 +101,9 @@ func (s *Server) domainView(d domain.Domain, recs []domain.Record) domainJSON {
 
 func (s *Server) handleCreateDomain(w http.ResponseWriter, r *http.Request, p account.Principal) error {
 	var in struct {
-		Name     string       `json:"name"`
-		Delivery deliveryJSON `json:"delivery"`
+		Name        string       `json:"name"`
+		Delivery    deliveryJSON `json:"delivery"`
+		DKIMEd25519 bool         `json:"dkim_ed25519"`
 	}
 	if err := decodeJSON(r, &in); err != nil {
 		return err
@@ -109,7 +113,7 @@ func (s *Server) handleCreateDomain(w http.ResponseWriter, r *http.Request, p ac
 	}
 	d, err := s.Domains.Add(r.Context(), domain.AddParams{AccountID: p.AccountID, Name: in.Name, Delivery: domain.Delivery{
 		Mode: in.Delivery.Mode, Host: in.Delivery.Host, Port: in.Delivery.Port, User: in.Delivery.User,
-		Password: in.Delivery.Password, TLS: in.Delivery.TLS, Pool: in.Delivery.Pool}})
+		Password: in.Delivery.Password, TLS: in.Delivery.TLS, Pool: in.Delivery.Pool}, DKIMEd25519: in.DKIMEd25519})
 	if err != nil {
 		return err
 	}

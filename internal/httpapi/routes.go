@@ -92,6 +92,7 @@ func (s *Server) routeTable() []route {
 		{method: "PUT", path: "/api/domains/{domain}/tracklink", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetTracking, audit: audit.DomainChanged},
 		{method: "PUT", path: "/api/domains/{domain}/auth-domain", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetAuthDomain, audit: audit.DomainChanged},
 		{method: "PUT", path: "/api/domains/{domain}/tracking", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetTrackingOptions, audit: audit.DomainChanged},
+		{method: "PATCH", path: "/api/domains/{domain}", group: groupDomain, scope: account.ScopeDomains, handler: s.handleUpdateDomain, audit: audit.DomainChanged},
 		{method: "PATCH", path: "/api/domains/{domain}/delivery", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetDelivery, audit: audit.DomainChanged},
 		{method: "PATCH", path: "/api/domains/{domain}/inbound", group: groupDomain, scope: account.ScopeDomains, handler: s.handleSetInbound, audit: audit.DomainChanged},
 

@@ -128,7 +128,8 @@ type signerCache struct {
 type signerKey struct {
 	domainID       int64
 	name, selector string
-	keySum         [32]byte
+	keySum         [32]byte // of the RSA key and the Ed25519 key
+	ed25519        bool
 }
 
 func (c *signerCache) get(dom domain.Domain) (*message.Signer, error) {
@@ -136,13 +137,17 @@ func (c *signerCache) get(dom domain.Domain) (*message.Signer, error) {
 	if dom.AuthDomain != "" { // d= the authentication domain when there is one
 		name = dom.AuthDomain
 	}
-	k := signerKey{domainID: dom.ID, name: name, selector: dom.DKIMSelector, keySum: sha256.Sum256(dom.DKIMPrivateKey)}
+	k := signerKey{domainID: dom.ID, name: name, selector: dom.DKIMSelector, ed25519: dom.DKIMEd25519,
+		keySum: sha256.Sum256(append(slices.Clip(dom.DKIMPrivateKey), dom.DKIMEd25519Key...))}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s, ok := c.m[k]; ok {
 		return s, nil
 	}
 	s, err := message.NewSigner(name, dom.DKIMSelector, dom.DKIMPrivateKey)
+	if err == nil && dom.DKIMEd25519 { // a second signature, beside the RSA one
+		s, err = s.WithEd25519(dom.DKIMEd25519Selector(), dom.DKIMEd25519Key)
+	}
 	if err != nil {
 		return nil, err
 	}

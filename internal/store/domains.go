@@ -27,18 +27,19 @@ func NewDomains(db *DB, box *secret.Box) Domains { return Domains{db: db, box: b
 
 const domainCols = `id, account_id, name, created_at, verified_at, dkim_selector, dkim_key, dkim_public,
 	delivery_mode, smtp_host, smtp_port, smtp_user, smtp_password, smtp_tls, tracking_domain, auth_domain, track_opens, track_clicks, track_unsubscribe,
-	claim_expires_at, claim_ended, egress_pool, dns_checked_at, dns_check, inbound,
+	claim_expires_at, claim_ended, egress_pool, dns_checked_at, dns_check, inbound, dkim_ed25519, dkim_ed25519_key,
 	COALESCE((SELECT a.egress_pool FROM accounts a WHERE a.id = domains.account_id), '')`
 
 // CreateDomain implements domain.Store.
 func (s Domains) CreateDomain(ctx context.Context, d domain.Domain) (domain.Domain, error) {
 	err := s.db.w.QueryRowContext(ctx, `INSERT INTO domains (account_id, name, created_at, verified_at,
 		dkim_selector, dkim_key, dkim_public, delivery_mode, smtp_host, smtp_port, smtp_user, smtp_password,
-		smtp_tls, tracking_domain, auth_domain, claim_expires_at, egress_pool)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING id`,
+		smtp_tls, tracking_domain, auth_domain, claim_expires_at, egress_pool, dkim_ed25519, dkim_ed25519_key)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) RETURNING id`,
 		d.AccountID, d.Name, ms(d.CreatedAt), msPtr(d.VerifiedAt), d.DKIMSelector, s.box.Seal(d.DKIMPrivateKey), d.DKIMPublicKey,
 		d.Delivery.Mode, d.Delivery.Host, d.Delivery.Port, d.Delivery.User, s.sealPassword(d.Delivery.Password),
-		d.Delivery.TLS, d.TrackingDomain, d.AuthDomain, msPtr(d.ClaimExpiresAt), d.Delivery.Pool).Scan(&d.ID)
+		d.Delivery.TLS, d.TrackingDomain, d.AuthDomain, msPtr(d.ClaimExpiresAt), d.Delivery.Pool,
+		b2i(d.DKIMEd25519), s.sealBytes(d.DKIMEd25519Key)).Scan(&d.ID)
 	if isUnique(err) {
 		return d, apperr.Errorf(apperr.Conflict, "domain exists")
 	}
@@ -52,11 +53,14 @@ func msPtr(t *time.Time) any {
 	return ms(*t)
 }
 
-func (s Domains) sealPassword(p string) string {
-	if p == "" {
+func (s Domains) sealPassword(p string) string { return s.sealBytes([]byte(p)) }
+
+// sealBytes seals an optional secret; none is stored as the empty string.
+func (s Domains) sealBytes(p []byte) string {
+	if len(p) == 0 {
 		return ""
 	}
-	return s.box.Seal([]byte(p))
+	return s.box.Seal(p)
 }
 
 func (s Domains) scan(row interface{ Scan(...any) error }) (domain.Domain, error) {
@@ -64,11 +68,11 @@ func (s Domains) scan(row interface{ Scan(...any) error }) (domain.Domain, error
 	var created int64
 	var verified, expires sql.NullInt64
 	var checked sql.NullInt64
-	var key, password, check string
+	var key, password, check, edKey string
 	err := row.Scan(&d.ID, &d.AccountID, &d.Name, &created, &verified, &d.DKIMSelector, &key, &d.DKIMPublicKey,
 		&d.Delivery.Mode, &d.Delivery.Host, &d.Delivery.Port, &d.Delivery.User, &password, &d.Delivery.TLS,
 		&d.TrackingDomain, &d.AuthDomain, &d.Tracking.Opens, &d.Tracking.Clicks, &d.Tracking.Unsubscribe,
-		&expires, &d.ClaimEnded, &d.Delivery.Pool, &checked, &check, &d.Inbound, &d.AccountPool)
+		&expires, &d.ClaimEnded, &d.Delivery.Pool, &checked, &check, &d.Inbound, &d.DKIMEd25519, &edKey, &d.AccountPool)
 	if err != nil {
 		return d, err
 	}
@@ -78,6 +82,11 @@ func (s Domains) scan(row interface{ Scan(...any) error }) (domain.Domain, error
 	// read: one such row must not turn its account's list into an error.
 	if d.DKIMPrivateKey, err = s.box.Open(key); err != nil {
 		d.Unreadable = "the DKIM key cannot be decrypted with this server's secret key"
+	}
+	if edKey != "" {
+		if d.DKIMEd25519Key, err = s.box.Open(edKey); err != nil {
+			d.Unreadable = strings.TrimPrefix(d.Unreadable+"; ", "; ") + "the Ed25519 DKIM key cannot be decrypted with this server's secret key"
+		}
 	}
 	if password != "" {
 		if p, err := s.box.Open(password); err != nil {
@@ -142,11 +151,12 @@ func (s Domains) update(ctx context.Context, q Querier, d domain.Domain) error {
 	err := exec1(ctx, q, "domain", `UPDATE domains SET verified_at = $2, delivery_mode = $3, smtp_host = $4,
 		smtp_port = $5, smtp_user = $6, smtp_password = $7, smtp_tls = $8, tracking_domain = $9, auth_domain = $10,
 		track_opens = $11, track_clicks = $12, track_unsubscribe = $13, claim_expires_at = $14, claim_ended = $15,
-		egress_pool = $16, inbound = $17
+		egress_pool = $16, inbound = $17, dkim_ed25519 = $18, dkim_ed25519_key = $19
 		WHERE id = $1`,
 		d.ID, msPtr(d.VerifiedAt), d.Delivery.Mode, d.Delivery.Host, d.Delivery.Port, d.Delivery.User,
 		s.sealPassword(d.Delivery.Password), d.Delivery.TLS, d.TrackingDomain, d.AuthDomain,
-		b2i(d.Tracking.Opens), b2i(d.Tracking.Clicks), b2i(d.Tracking.Unsubscribe), msPtr(d.ClaimExpiresAt), d.ClaimEnded, d.Delivery.Pool, b2i(d.Inbound))
+		b2i(d.Tracking.Opens), b2i(d.Tracking.Clicks), b2i(d.Tracking.Unsubscribe), msPtr(d.ClaimExpiresAt), d.ClaimEnded, d.Delivery.Pool, b2i(d.Inbound),
+		b2i(d.DKIMEd25519), s.sealBytes(d.DKIMEd25519Key))
 	if isUnique(err) {
 		return apperr.Errorf(apperr.Conflict, "a name of domain %s is verified by another account", d.Name)
 	}

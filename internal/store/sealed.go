@@ -31,6 +31,7 @@ func (c SealedColumn) where() string {
 // on a column missing here, so a new secret cannot be forgotten.
 var SealedColumns = []SealedColumn{
 	{"domains", "dkim_key", false},
+	{"domains", "dkim_ed25519_key", false},
 	{"domains", "smtp_password", false},
 	{"webhooks", "secret", false},
 	{"accounts", "webhook_signing_key", false},

@@ -137,7 +137,7 @@ func testDomains(t *testing.T, db *store.DB) {
 		t.Fatal(err)
 	}
 	d := domain.Domain{AccountID: a.ID, Name: "example.org", CreatedAt: now, DKIMSelector: "pl1",
-		DKIMPrivateKey: []byte("private"), DKIMPublicKey: "pub",
+		DKIMPrivateKey: []byte("private"), DKIMPublicKey: "pub", DKIMEd25519: true, DKIMEd25519Key: []byte("edwards"),
 		Delivery: domain.Delivery{Mode: domain.ModeSMTP, Host: "smtp.example.net", Port: 587, User: "u", Password: "hunter2", TLS: "starttls"}}
 	d, err = s.CreateDomain(ctx, d)
 	if err != nil {
@@ -147,12 +147,13 @@ func testDomains(t *testing.T, db *store.DB) {
 		t.Fatalf("duplicate CreateDomain = %v, want conflict", err)
 	}
 	var raw string
-	db.Reader().QueryRowContext(ctx, `SELECT smtp_password || dkim_key FROM domains WHERE id = $1`, d.ID).Scan(&raw)
-	if bytes.Contains([]byte(raw), []byte("hunter2")) || bytes.Contains([]byte(raw), []byte("private")) {
+	db.Reader().QueryRowContext(ctx, `SELECT smtp_password || dkim_key || dkim_ed25519_key FROM domains WHERE id = $1`, d.ID).Scan(&raw)
+	if bytes.Contains([]byte(raw), []byte("hunter2")) || bytes.Contains([]byte(raw), []byte("private")) || bytes.Contains([]byte(raw), []byte("edwards")) {
 		t.Fatalf("secrets stored in clear: %q", raw)
 	}
 	got, err := s.AccountDomain(ctx, a.ID, "example.org")
-	if err != nil || got.Delivery != d.Delivery || string(got.DKIMPrivateKey) != "private" || got.VerifiedAt != nil {
+	if err != nil || got.Delivery != d.Delivery || string(got.DKIMPrivateKey) != "private" || got.VerifiedAt != nil ||
+		!got.DKIMEd25519 || string(got.DKIMEd25519Key) != "edwards" {
 		t.Fatalf("AccountDomain = %+v, %v", got, err)
 	}
 	v := now.Add(time.Minute)
@@ -164,6 +165,14 @@ func testDomains(t *testing.T, db *store.DB) {
 	if err != nil || len(list) != 1 || list[0].TrackingDomain != "t.example.org" || list[0].AuthDomain != "a.example.org" ||
 		list[0].VerifiedAt == nil || !list[0].VerifiedAt.Equal(v) {
 		t.Fatalf("ListDomains = %+v, %v", list, err)
+	}
+	// Ed25519 off keeps its key (turning it on again needs no new record).
+	got.DKIMEd25519 = false
+	if err := s.UpdateDomain(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if off, err := s.DomainByID(ctx, d.ID); err != nil || off.DKIMEd25519 || string(off.DKIMEd25519Key) != "edwards" {
+		t.Fatalf("after Ed25519 off: on %v, key %q, %v; want off with the key kept", off.DKIMEd25519, off.DKIMEd25519Key, err)
 	}
 	if err := s.DeleteDomain(ctx, d.ID); err != nil {
 		t.Fatal(err)
