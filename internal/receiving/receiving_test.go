@@ -140,3 +140,23 @@ func TestParseAll(t *testing.T) {
 		t.Errorf("ContentIDMap = %v; want <logo@x> alone", cids)
 	}
 }
+
+// TestRouteCacheFormat: a route whose format alone changed (PUT
+// {"format": "json"}) is compiled afresh, so that its actions post the
+// new format, not the one cached before the change.
+func TestRouteCacheFormat(t *testing.T) {
+	t.Parallel()
+	c := newRouteCache()
+	d := inboundroute.Definition{ID: strings.Repeat("b", 24), Expression: `match_recipient("^a@")`,
+		Actions: []string{`forward("https://app.example/in")`}}
+	for _, format := range []string{inboundroute.FormatMailgun, inboundroute.FormatJSON, inboundroute.FormatRaw} {
+		d.Format = format
+		r, err := c.compile(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := inboundroute.Evaluate([]*inboundroute.Route{r}, "a@x.example", nil); len(got) != 1 || got[0].Format != format {
+			t.Errorf("after the format became %s, the route's actions are %+v", format, got)
+		}
+	}
+}

@@ -103,8 +103,9 @@ func (s *Service) accountRoutes(ctx context.Context, accountID int64) ([]*inboun
 
 // routeCache keeps compiled routes by their definition, so that a busy
 // domain does not compile its account's regular expressions per
-// recipient. An edited route is a new key; the cache is emptied when it
-// holds maxCachedRoutes.
+// recipient. An edited route is a new key (every field Compile reads is
+// in it, the format too); the cache is emptied when it holds
+// maxCachedRoutes.
 type routeCache struct {
 	mu sync.Mutex
 	m  map[string]*inboundroute.Route
@@ -115,7 +116,7 @@ const maxCachedRoutes = 20000
 func newRouteCache() *routeCache { return &routeCache{m: map[string]*inboundroute.Route{}} }
 
 func (c *routeCache) compile(d inboundroute.Definition) (*inboundroute.Route, error) {
-	key := d.ID + "\x00" + strconv.Itoa(d.Priority) + "\x00" + d.Expression + "\x00" + strings.Join(d.Actions, "\x00")
+	key := d.ID + "\x00" + strconv.Itoa(d.Priority) + "\x00" + d.Format + "\x00" + d.Expression + "\x00" + strings.Join(d.Actions, "\x00")
 	c.mu.Lock()
 	r, ok := c.m[key]
 	c.mu.Unlock()
