@@ -36,6 +36,10 @@ type Config struct {
 	// InboundStoreBytesPerAccount bounds the bytes of one account's
 	// stored received messages (452 past it, until retention frees room).
 	InboundStoreBytesPerAccount int64
+	// InboundPostBytesPerAccount bounds the bytes of the messages one
+	// account's pending posts to its routes' URLs hold, a copy each (452
+	// past it, until posts end).
+	InboundPostBytesPerAccount int64
 	// InboundMaxForwards bounds the forward marks a received message may
 	// carry and still be forwarded to an address (a forward past it is
 	// refused: a loop through other servers' forwards).
@@ -260,6 +264,7 @@ func Default() Config {
 		InboundRetention:            72 * time.Hour,
 		InboundPerIPPerMinute:       60,
 		InboundStoreBytesPerAccount: 1 << 30,
+		InboundPostBytesPerAccount:  1 << 30,
 		InboundMaxForwards:          10,
 		InboundPostTimeout:          30 * time.Second,
 		InboundPostFirstRetry:       10 * time.Second,
@@ -460,6 +465,9 @@ func (c Config) Validate() error {
 	}
 	if c.InboundStoreBytesPerAccount < 64<<10 {
 		bad("inbound-store-bytes-per-account", "must be at least 64KiB, got %d bytes", c.InboundStoreBytesPerAccount)
+	}
+	if c.InboundPostBytesPerAccount < 64<<10 {
+		bad("inbound-post-bytes-per-account", "must be at least 64KiB, got %d bytes", c.InboundPostBytesPerAccount)
 	}
 	if c.SMTPMaxConnections < 1 {
 		bad("smtp-max-connections", "must be at least 1, got %d", c.SMTPMaxConnections)

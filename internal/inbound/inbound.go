@@ -33,6 +33,8 @@ var (
 		Message: "Too many messages from your address; try again later (--inbound-per-ip-per-minute)"}
 	errStoreFull = &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2},
 		Message: "Mailbox full: the account's stored messages hold their most; try again later"}
+	errPostsFull = &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2},
+		Message: "Mailbox full: the account's messages waiting to be posted to its routes' URLs hold their most; try again later"}
 	errRoutesChanged = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0},
 		Message: "The routes for these recipients changed during the transaction; try again"}
 )
@@ -134,6 +136,11 @@ func (ss *session) dataInbound(r io.Reader) error {
 	case errors.Is(err, receiving.ErrStoreFull):
 		ss.s.count("store_full")
 		return errStoreFull
+	case errors.Is(err, receiving.ErrPostsFull):
+		ss.s.count("posts_full")
+		ss.s.cfg.Logger.Warn("inbound: message refused for now: the account's pending posts hold their most (--inbound-post-bytes-per-account)",
+			"remote", ss.remote, "recipients", len(ss.inbound))
+		return errPostsFull
 	}
 	ss.s.cfg.Logger.Error("inbound: receiving a message", "recipients", len(ss.inbound), "error", err)
 	return errTryLater

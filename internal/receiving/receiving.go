@@ -25,6 +25,10 @@ var (
 	// ErrStoreFull: a store() would take the account past its bound of
 	// stored messages; nothing was recorded, and retention frees room.
 	ErrStoreFull = errors.New("receiving: the account's stored messages hold their most")
+	// ErrPostsFull: the posts a Forwarder would queue would take the
+	// account past its bound of messages waiting to be posted to its
+	// routes' URLs; nothing was recorded, and posts that end free room.
+	ErrPostsFull = errors.New("receiving: the account's posts waiting to be sent hold their most")
 )
 
 // Message is a message kept by store(), for one recipient.
