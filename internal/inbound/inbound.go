@@ -35,6 +35,11 @@ var (
 		Message: "Mailbox full: the account's stored messages hold their most; try again later"}
 	errPostsFull = &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2},
 		Message: "Mailbox full: the account's messages waiting to be posted to its routes' URLs hold their most; try again later"}
+	// The routes of the recipient's account cost more to match than the
+	// server's bound (inboundroute.MaxMatchCost): permanent, since the
+	// same message costs the same again.
+	errTooCostly = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 3, 4},
+		Message: "The routes of this domain cost too much to match against this message"}
 	errRoutesChanged = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0},
 		Message: "The routes for these recipients changed during the transaction; try again"}
 )
@@ -74,6 +79,9 @@ func (ss *session) rcptInbound(to string) error {
 	case dec.Verdict == receiving.NoRoute:
 		ss.s.count("no_route")
 		return errNoSuchUser
+	case dec.Verdict == receiving.TooCostly:
+		ss.s.count("too_costly")
+		return errTooCostly
 	case ss.afterData || (dec.Verdict == receiving.AfterData && len(ss.inbound) > 0):
 		return errOwnTransaction
 	}
@@ -136,6 +144,9 @@ func (ss *session) dataInbound(r io.Reader) error {
 	case errors.Is(err, receiving.ErrStoreFull):
 		ss.s.count("store_full")
 		return errStoreFull
+	case errors.Is(err, receiving.ErrTooCostly):
+		ss.s.count("too_costly")
+		return errTooCostly
 	case errors.Is(err, receiving.ErrPostsFull):
 		ss.s.count("posts_full")
 		ss.s.cfg.Logger.Warn("inbound: message refused for now: the account's pending posts hold their most (--inbound-post-bytes-per-account)",

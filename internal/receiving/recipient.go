@@ -24,6 +24,9 @@ const (
 	Accept
 	// AfterData: a route may take it, depending on the message's header.
 	AfterData
+	// TooCostly: the account's routes cost more to match against the
+	// address than inboundroute.MaxMatchCost allows.
+	TooCostly
 )
 
 // Decision is Recipient's answer.
@@ -50,7 +53,12 @@ func (s *Service) Recipient(ctx context.Context, addr string) (Decision, error) 
 	if err != nil {
 		return Decision{}, err
 	}
-	return Decision{Verdict: decide(routes, addr), Domain: d}, nil
+	v := decide(routes, addr)
+	if v == TooCostly {
+		s.cfg.Logger.Warn("inbound: the account's routes cost too much to match a recipient (inboundroute.MaxMatchCost); refused",
+			"account", d.AccountID, "domain", d.Name)
+	}
+	return Decision{Verdict: v, Domain: d}, nil
 }
 
 // decide walks the routes in evaluation order with the recipient alone: a
@@ -60,11 +68,15 @@ func (s *Service) Recipient(ctx context.Context, addr string) (Decision, error) 
 // header filters are yet to be read may.
 func decide(routes []*inboundroute.Route, rcpt string) Verdict {
 	maybe := false
+	var m inboundroute.Meter
 	for _, r := range routes {
 		if r.CatchAll() {
 			return Accept
 		}
-		if ok, _ := r.MatchRecipient(rcpt); !ok {
+		if ok, _ := r.MatchRecipientWithin(rcpt, &m); !ok {
+			if m.Spent() {
+				return TooCostly
+			}
 			continue
 		}
 		if r.DecidesOnRecipient() {
