@@ -25,6 +25,10 @@ type Config struct {
 	SMTPListen  string // inbound SMTP for bounces and inbound domains; empty = off
 	// SMTPMaxBytes bounds a message to the inbound listener.
 	SMTPMaxBytes int64
+	// InboundMaxHeaderBytes bounds the header of a message to an inbound
+	// domain (552 past it): routes, posts and reads of stored copies
+	// unfold and list every field of it.
+	InboundMaxHeaderBytes int64
 	// InboundMXHost is the host inbound domains are told to publish as
 	// their MX; empty: the host of PublicURL when that is set.
 	InboundMXHost string
@@ -261,6 +265,7 @@ func Default() Config {
 		MXPort:                      25,
 		MTASTSPort:                  443,
 		SMTPMaxBytes:                25 << 20,
+		InboundMaxHeaderBytes:       1 << 20,
 		InboundRetention:            72 * time.Hour,
 		InboundPerIPPerMinute:       60,
 		InboundStoreBytesPerAccount: 1 << 30,
@@ -465,6 +470,9 @@ func (c Config) Validate() error {
 	}
 	if c.InboundStoreBytesPerAccount < 64<<10 {
 		bad("inbound-store-bytes-per-account", "must be at least 64KiB, got %d bytes", c.InboundStoreBytesPerAccount)
+	}
+	if c.InboundMaxHeaderBytes < 1024 {
+		bad("inbound-max-header-bytes", "must be at least 1KiB, got %d bytes", c.InboundMaxHeaderBytes)
 	}
 	if c.InboundPostBytesPerAccount < 64<<10 {
 		bad("inbound-post-bytes-per-account", "must be at least 64KiB, got %d bytes", c.InboundPostBytesPerAccount)

@@ -1,8 +1,10 @@
 package inbound
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/netip"
 	"time"
@@ -122,6 +124,11 @@ func (ss *session) dataInbound(r io.Reader) error {
 		ss.s.cfg.Logger.Info("inbound: message refused", "remote", ss.remote, "from", ss.from, "reason", err)
 		return errUnsafeBytes
 	}
+	if n := headerBytes(raw); n > ss.s.cfg.MaxHeaderBytes {
+		ss.s.count("header_too_large")
+		return &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4},
+			Message: fmt.Sprintf("Message header too large: at most %d bytes (--inbound-max-header-bytes)", ss.s.cfg.MaxHeaderBytes)}
+	}
 	env := receiving.Envelope{Helo: ss.helo(), MailFrom: ss.from, Recipients: ss.inbound}
 	env.RemoteIP, _ = netip.ParseAddr(ss.remote)
 	if ss.c != nil {
@@ -155,6 +162,22 @@ func (ss *session) dataInbound(r io.Reader) error {
 	}
 	ss.s.cfg.Logger.Error("inbound: receiving a message", "recipients", len(ss.inbound), "error", err)
 	return errTryLater
+}
+
+// headerBytes is the length of raw's header, up to the blank line that
+// ends it (all of raw when there is none).
+func headerBytes(raw []byte) int64 {
+	if bytes.HasPrefix(raw, []byte("\r\n")) || bytes.HasPrefix(raw, []byte("\n")) {
+		return 0
+	}
+	end := len(raw)
+	if i := bytes.Index(raw, []byte("\n\r\n")); i >= 0 {
+		end = i + 1
+	}
+	if i := bytes.Index(raw[:end], []byte("\n\n")); i >= 0 {
+		end = i + 1
+	}
+	return int64(end)
 }
 
 func (ss *session) helo() string {
