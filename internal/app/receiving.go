@@ -25,7 +25,8 @@ func (a *App) openReceiving() {
 	a.Receiving = receiving.NewService(receiving.Config{AuthservID: a.authservID(), Retention: cfg.InboundRetention,
 		StoreBytesPerAccount: cfg.InboundStoreBytesPerAccount, Logger: a.Logger},
 		receiving.Deps{Domains: a.Domains, Routes: a.Routes, Store: store.NewInboundMessages(a.DB), Resolver: a.Resolver, Events: a.Events,
-			Forwarder: receiving.Forwarders{URL: inboundpost.NewOutbox(posts, nil), Address: a.addressForwarder()}})
+			Forwarder: receiving.Forwarders{URL: inboundpost.NewOutbox(posts,
+				inboundpost.OutboxConfig{MaxPendingBytes: cfg.InboundPostBytesPerAccount}), Address: a.addressForwarder()}})
 	a.inboundPosts = inboundpost.NewDispatcher(inboundpost.Config{Timeout: cfg.InboundPostTimeout, RetryBase: cfg.InboundPostFirstRetry,
 		RetryWindow: cfg.InboundPostRetryWindow, AllowPrivate: cfg.WebhookAllowPrivate, Resolver: a.Resolver,
 		PublicURL: cfg.EffectivePublicURL(), Keep: cfg.InboundRetention, Logger: a.Logger, Metrics: inboundpost.NewMetrics(a.Registry)},

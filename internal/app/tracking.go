@@ -32,7 +32,7 @@ func (a *App) openTracking(secretKey []byte) error {
 	})
 	if a.Config.SMTPListen != "" {
 		a.Inbound = inbound.New(inbound.Config{Domain: a.Config.HeloName, VERPKey: verpKey(secretKey),
-			MaxMessageBytes: a.Config.SMTPMaxBytes, Registerer: a.Registry,
+			MaxMessageBytes: a.Config.SMTPMaxBytes, MaxHeaderBytes: a.Config.InboundMaxHeaderBytes, Registerer: a.Registry,
 			Signer: a.TrackingSigner, Logger: a.Logger, Conns: a.inboundConns(), Spool: a.Spool.Share(inboundSpoolShare),
 			Receiver: a.Receiving, Limit: a.inboundLimit}, st, a.Events)
 	}

@@ -25,6 +25,10 @@ type Config struct {
 	SMTPListen  string // inbound SMTP for bounces and inbound domains; empty = off
 	// SMTPMaxBytes bounds a message to the inbound listener.
 	SMTPMaxBytes int64
+	// InboundMaxHeaderBytes bounds the header of a message to an inbound
+	// domain (552 past it): routes, posts and reads of stored copies
+	// unfold and list every field of it.
+	InboundMaxHeaderBytes int64
 	// InboundMXHost is the host inbound domains are told to publish as
 	// their MX; empty: the host of PublicURL when that is set.
 	InboundMXHost string
@@ -36,6 +40,10 @@ type Config struct {
 	// InboundStoreBytesPerAccount bounds the bytes of one account's
 	// stored received messages (452 past it, until retention frees room).
 	InboundStoreBytesPerAccount int64
+	// InboundPostBytesPerAccount bounds the bytes of the messages one
+	// account's pending posts to its routes' URLs hold, a copy each (452
+	// past it, until posts end).
+	InboundPostBytesPerAccount int64
 	// InboundMaxForwards bounds the forward marks a received message may
 	// carry and still be forwarded to an address (a forward past it is
 	// refused: a loop through other servers' forwards).
@@ -262,9 +270,11 @@ func Default() Config {
 		MXPort:                      25,
 		MTASTSPort:                  443,
 		SMTPMaxBytes:                25 << 20,
+		InboundMaxHeaderBytes:       1 << 20,
 		InboundRetention:            72 * time.Hour,
 		InboundPerIPPerMinute:       60,
 		InboundStoreBytesPerAccount: 1 << 30,
+		InboundPostBytesPerAccount:  1 << 30,
 		InboundMaxForwards:          10,
 		InboundPostTimeout:          30 * time.Second,
 		InboundPostFirstRetry:       10 * time.Second,
@@ -467,6 +477,12 @@ func (c Config) Validate() error {
 	}
 	if c.InboundStoreBytesPerAccount < 64<<10 {
 		bad("inbound-store-bytes-per-account", "must be at least 64KiB, got %d bytes", c.InboundStoreBytesPerAccount)
+	}
+	if c.InboundMaxHeaderBytes < 1024 {
+		bad("inbound-max-header-bytes", "must be at least 1KiB, got %d bytes", c.InboundMaxHeaderBytes)
+	}
+	if c.InboundPostBytesPerAccount < 64<<10 {
+		bad("inbound-post-bytes-per-account", "must be at least 64KiB, got %d bytes", c.InboundPostBytesPerAccount)
 	}
 	if c.SMTPMaxConnections < 1 {
 		bad("smtp-max-connections", "must be at least 1, got %d", c.SMTPMaxConnections)

@@ -52,6 +52,11 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 		"messages to inbound domains one client address (IPv6: its /64) may send a minute; past it 421 4.7.0")
 	byteFlag(fs, &cfg.InboundStoreBytesPerAccount, "inbound-store-bytes-per-account", "most bytes of one account's stored received messages, "+
 		"e.g. 1GiB (default 1GiB); past it a message a route stores is refused for now (452 4.2.2) until retention frees room")
+	byteFlag(fs, &cfg.InboundMaxHeaderBytes, "inbound-max-header-bytes", "largest header of a message to an inbound domain, e.g. 1MiB "+
+		"(default 1MiB); past it the message is refused (552 5.3.4)")
+	byteFlag(fs, &cfg.InboundPostBytesPerAccount, "inbound-post-bytes-per-account", "most bytes of the messages one account's posts to its "+
+		"routes' URLs hold while they wait to be sent (each post a copy), e.g. 1GiB (default 1GiB); past it a message is refused for now "+
+		"(452 4.2.2) until posts end")
 	fs.IntVar(&cfg.InboundMaxForwards, "inbound-max-forwards", cfg.InboundMaxForwards,
 		"forwards a received message may have been through (X-Postline-Forwarded-By fields) and still be forwarded to an address by a route")
 	fs.IntVar(&cfg.SMTPMaxConnections, "smtp-max-connections", cfg.SMTPMaxConnections,

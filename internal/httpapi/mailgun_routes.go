@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -162,11 +163,17 @@ func (s *Server) handleMGRouteMatch(w http.ResponseWriter, r *http.Request, p ac
 	if err != nil {
 		return err
 	}
+	var m inboundroute.Meter
 	for _, rt := range routes {
 		if !rt.DecidesOnRecipient() {
 			continue
 		}
-		if ok, _ := rt.MatchRecipient(addr); ok {
+		ok, _ := rt.MatchRecipientWithin(addr, &m)
+		if m.Spent() {
+			return apperr.Field("address", fmt.Sprintf("The routes cost too much to match against this address (at most %d RE2 instructions times bytes).",
+				inboundroute.MaxMatchCost))
+		}
+		if ok {
 			d, err := s.InboundRoutes.Get(r.Context(), p.AccountID, rt.ID)
 			if err != nil {
 				return err

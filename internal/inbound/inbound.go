@@ -1,8 +1,10 @@
 package inbound
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/netip"
 	"time"
@@ -33,6 +35,13 @@ var (
 		Message: "Too many messages from your address; try again later (--inbound-per-ip-per-minute)"}
 	errStoreFull = &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2},
 		Message: "Mailbox full: the account's stored messages hold their most; try again later"}
+	errPostsFull = &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2},
+		Message: "Mailbox full: the account's messages waiting to be posted to its routes' URLs hold their most; try again later"}
+	// The routes of the recipient's account cost more to match than the
+	// server's bound (inboundroute.MaxMatchCost): permanent, since the
+	// same message costs the same again.
+	errTooCostly = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 3, 4},
+		Message: "The routes of this domain cost too much to match against this message"}
 	errRoutesChanged = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0},
 		Message: "The routes for these recipients changed during the transaction; try again"}
 )
@@ -72,6 +81,9 @@ func (ss *session) rcptInbound(to string) error {
 	case dec.Verdict == receiving.NoRoute:
 		ss.s.count("no_route")
 		return errNoSuchUser
+	case dec.Verdict == receiving.TooCostly:
+		ss.s.count("too_costly")
+		return errTooCostly
 	case ss.afterData || (dec.Verdict == receiving.AfterData && len(ss.inbound) > 0):
 		return errOwnTransaction
 	}
@@ -112,6 +124,11 @@ func (ss *session) dataInbound(r io.Reader) error {
 		ss.s.cfg.Logger.Info("inbound: message refused", "remote", ss.remote, "from", ss.from, "reason", err)
 		return errUnsafeBytes
 	}
+	if n := headerBytes(raw); n > ss.s.cfg.MaxHeaderBytes {
+		ss.s.count("header_too_large")
+		return &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4},
+			Message: fmt.Sprintf("Message header too large: at most %d bytes (--inbound-max-header-bytes)", ss.s.cfg.MaxHeaderBytes)}
+	}
 	env := receiving.Envelope{Helo: ss.helo(), MailFrom: ss.from, Recipients: ss.inbound}
 	env.RemoteIP, _ = netip.ParseAddr(ss.remote)
 	if ss.c != nil {
@@ -134,9 +151,33 @@ func (ss *session) dataInbound(r io.Reader) error {
 	case errors.Is(err, receiving.ErrStoreFull):
 		ss.s.count("store_full")
 		return errStoreFull
+	case errors.Is(err, receiving.ErrTooCostly):
+		ss.s.count("too_costly")
+		return errTooCostly
+	case errors.Is(err, receiving.ErrPostsFull):
+		ss.s.count("posts_full")
+		ss.s.cfg.Logger.Warn("inbound: message refused for now: the account's pending posts hold their most (--inbound-post-bytes-per-account)",
+			"remote", ss.remote, "recipients", len(ss.inbound))
+		return errPostsFull
 	}
 	ss.s.cfg.Logger.Error("inbound: receiving a message", "recipients", len(ss.inbound), "error", err)
 	return errTryLater
+}
+
+// headerBytes is the length of raw's header, up to the blank line that
+// ends it (all of raw when there is none).
+func headerBytes(raw []byte) int64 {
+	if bytes.HasPrefix(raw, []byte("\r\n")) || bytes.HasPrefix(raw, []byte("\n")) {
+		return 0
+	}
+	end := len(raw)
+	if i := bytes.Index(raw, []byte("\n\r\n")); i >= 0 {
+		end = i + 1
+	}
+	if i := bytes.Index(raw[:end], []byte("\n\n")); i >= 0 {
+		end = i + 1
+	}
+	return int64(end)
 }
 
 func (ss *session) helo() string {

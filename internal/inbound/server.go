@@ -26,6 +26,10 @@ type Config struct {
 	Domain          string // greeting name; default "localhost"
 	MaxMessageBytes int64  // SIZE; default 25 MiB
 	MaxRecipients   int    // per message; default 50
+	// MaxHeaderBytes bounds the header of a message to inbound
+	// recipients (552 5.3.4 past it); default 1 MiB. Bounce reports are
+	// parsed within MaxMessageBytes as before.
+	MaxHeaderBytes int64
 	// VERPKey checks bounce addresses (the sending workers' key).
 	VERPKey []byte
 	// Signer checks mailto: unsubscribe tokens.
@@ -75,6 +79,9 @@ func New(cfg Config, st tracking.Store, events *event.Service) *Server {
 	}
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = 25 << 20
+	}
+	if cfg.MaxHeaderBytes <= 0 {
+		cfg.MaxHeaderBytes = 1 << 20
 	}
 	if cfg.MaxRecipients <= 0 {
 		cfg.MaxRecipients = 50

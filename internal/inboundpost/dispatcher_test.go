@@ -57,7 +57,7 @@ func setup(t *testing.T, timeout time.Duration, handler http.HandlerFunc) *rig {
 	t.Cleanup(app.Close)
 	r.url = app.URL
 	posts := store.NewInboundPosts(db)
-	r.outbox = inboundpost.NewOutbox(posts, r.clock.Now)
+	r.outbox = inboundpost.NewOutbox(posts, inboundpost.OutboxConfig{Now: r.clock.Now})
 	r.d = inboundpost.NewDispatcher(inboundpost.Config{Timeout: timeout, AllowPrivate: true, Now: r.clock.Now, RetryBase: time.Minute},
 		inboundpost.Deps{Store: posts, Log: store.NewEvents(db), Keys: keys{},
 			DomainName: func(context.Context, int64) (string, error) { return "alice.example", nil }})

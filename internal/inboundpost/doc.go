@@ -9,7 +9,11 @@
 // post per action into the outbox (table inbound_posts, with the message)
 // in one transaction and answers "queued", with the post's token in the
 // action's object of the received log entry (details.actions[i].post). An
-// error writing it refuses the message for now (451).
+// error writing it refuses the message for now (451). Each post holds its
+// own copy of the message until it ends, so the account's pending posts
+// are bounded in bytes (OutboxConfig.MaxPendingBytes,
+// --inbound-post-bytes-per-account): past it the message is refused for
+// now (receiving.ErrPostsFull, 452 4.2.2).
 //
 // Queueing and recording are two transactions, so a post can be queued
 // for a message whose receipt then fails (the account's store is full, the

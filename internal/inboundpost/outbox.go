@@ -11,29 +11,49 @@ import (
 // OutcomeQueued is a handed-on action's outcome once its post is queued.
 const OutcomeQueued = "queued"
 
+// DefaultMaxPendingBytes is OutboxConfig.MaxPendingBytes' default.
+const DefaultMaxPendingBytes = 1 << 30
+
+// OutboxConfig configures an Outbox; zero values take the defaults.
+type OutboxConfig struct {
+	// MaxPendingBytes bounds the bytes of the messages an account's
+	// pending posts hold (--inbound-post-bytes-per-account): each post
+	// keeps its own copy of the message until it ends, so one message to
+	// 50 recipients of a route with 10 URLs is 500 copies, kept for the
+	// retry window while the URLs fail. Past it a message is refused for
+	// now (receiving.ErrPostsFull, 452).
+	MaxPendingBytes int64
+	Now             func() time.Time
+}
+
 // Outbox is the receiving.Forwarder of forward(URL) actions and store
 // notifications: it queues one post per action, durably, and answers
 // "queued" with the post's token (details.post of the action in the
 // received entry). The Dispatcher posts them.
 type Outbox struct {
 	store Store
-	now   func() time.Time
+	cfg   OutboxConfig
 }
 
 var _ receiving.Forwarder = (*Outbox)(nil)
 
-// NewOutbox returns an Outbox; now may be nil.
-func NewOutbox(st Store, now func() time.Time) *Outbox {
-	if now == nil {
-		now = time.Now
+// NewOutbox returns an Outbox.
+func NewOutbox(st Store, cfg OutboxConfig) *Outbox {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-	return &Outbox{store: st, now: now}
+	if cfg.MaxPendingBytes <= 0 {
+		cfg.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	return &Outbox{store: st, cfg: cfg}
 }
 
 // Forward implements receiving.Forwarder. An error (the outbox could not
-// be written) refuses the message for now, with nothing recorded.
+// be written, or the account's pending posts hold their most:
+// receiving.ErrPostsFull) refuses the message for now, with nothing
+// recorded.
 func (o *Outbox) Forward(ctx context.Context, h receiving.Handoff) ([]receiving.ActionOutcome, error) {
-	now := o.now().UTC().Truncate(time.Millisecond)
+	now := o.cfg.Now().UTC().Truncate(time.Millisecond)
 	out := make([]receiving.ActionOutcome, len(h.Actions))
 	posts := make([]Post, 0, len(h.Actions))
 	for i, a := range h.Actions {
@@ -55,7 +75,7 @@ func (o *Outbox) Forward(ctx context.Context, h receiving.Handoff) ([]receiving.
 		posts = append(posts, p)
 		out[i] = receiving.ActionOutcome{Outcome: OutcomeQueued, Details: map[string]any{"post": p.Token, "format": p.Format}}
 	}
-	if err := o.store.Enqueue(ctx, posts); err != nil {
+	if err := o.store.Enqueue(ctx, posts, o.cfg.MaxPendingBytes); err != nil {
 		return nil, err
 	}
 	return out, nil

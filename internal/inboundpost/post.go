@@ -67,8 +67,11 @@ type Result struct {
 // Store keeps the outbox of posts.
 type Store interface {
 	// Enqueue stores posts as pending, each unless a post with its token
-	// is stored already (then that one stands for it).
-	Enqueue(ctx context.Context, posts []Post) error
+	// is stored already (then that one stands for it). When the messages
+	// of the account's pending posts would then hold more than
+	// maxPendingBytes, it stores none and returns receiving.ErrPostsFull
+	// (posts are of one account).
+	Enqueue(ctx context.Context, posts []Post, maxPendingBytes int64) error
 	// DuePosts lists up to limit pending posts whose next try is due and
 	// that no live lease holds, longest due first; Raw is not read.
 	DuePosts(ctx context.Context, now time.Time, limit int) ([]Post, error)

@@ -37,6 +37,13 @@
 // {,n} as {0,n} (RE2 would take them literally). Named groups may be
 // written (?P<name>...) or (?<name>...).
 //
+// RE2 never backtracks, but a match still costs the pattern's size times
+// the text's length (times its captures, carried along every thread), and
+// an account's routes multiply it: an expression has at most MaxCaptures
+// captures, and one evaluation (EvaluateWithin, MatchRecipientWithin)
+// counts its work on a Meter, stopping at MaxMatchCost; its caller
+// refuses the message rather than act on what was evaluated.
+//
 // # Actions
 //
 //	forward("https://app.example/in?box=\1")   post the message to a URL

@@ -15,6 +15,11 @@ const (
 	// matching costs at most that much per byte of the value, for every
 	// route of every received message.
 	MaxProgram = 3000
+	// MaxCaptures bounds the captures of an expression: the actions can
+	// refer to \1 .. \99 only, and each capture multiplies what matching
+	// a value costs (RE2 carries every capture along each of its threads:
+	// 600 "(.*)" made one 16 KiB header value take seconds).
+	MaxCaptures = 99
 	// MaxURLBytes bounds a forward or notify URL, as written and with its
 	// captures filled in (the webhook URLs' bound).
 	MaxURLBytes = 2048

@@ -11,31 +11,33 @@ import (
 // compilePattern compiles a filter's pattern as the package documents:
 // Python's spellings that RE2 reads otherwise translated or refused,
 // matched from the start of the value, case-insensitive, and bounded in
-// compiled size.
-func compilePattern(pattern string) (*regexp.Regexp, error) {
+// compiled size; n is that size in RE2 instructions (what a match costs
+// per byte, Meter).
+func compilePattern(pattern string) (re *regexp.Regexp, n int, err error) {
 	translated, err := fromPython(pattern)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// Alone first: a pattern such as "a)|(b" must not close the group
 	// it is wrapped in below.
 	if _, err := syntax.Parse(translated, syntax.Perl); err != nil {
-		return nil, explainRE2(err)
+		return nil, 0, explainRE2(err)
 	}
 	full := `(?i)^(?:` + translated + `)`
-	re, err := syntax.Parse(full, syntax.Perl)
+	parsed, err := syntax.Parse(full, syntax.Perl)
 	if err != nil {
-		return nil, explainRE2(err)
+		return nil, 0, explainRE2(err)
 	}
-	prog, err := syntax.Compile(re.Simplify())
+	prog, err := syntax.Compile(parsed.Simplify())
 	if err != nil {
-		return nil, explainRE2(err)
+		return nil, 0, explainRE2(err)
 	}
 	if n := len(prog.Inst); n > MaxProgram {
-		return nil, fmt.Errorf("the pattern compiles to %d RE2 instructions, more than %d: simplify it "+
+		return nil, 0, fmt.Errorf("the pattern compiles to %d RE2 instructions, more than %d: simplify it "+
 			"(each repeat of a counted repetition such as {1,500} counts)", n, MaxProgram)
 	}
-	return regexp.Compile(full)
+	re, err = regexp.Compile(full)
+	return re, len(prog.Inst), err
 }
 
 // explainRE2 words a parse error of Go's regexp package for the route's

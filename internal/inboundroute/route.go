@@ -72,6 +72,7 @@ type filter struct {
 	kind   filterKind
 	header string // canonical MIME key, for header filters
 	re     *regexp.Regexp
+	insts  int // re's size in RE2 instructions: its cost per byte
 	offset int // captures of the filters before this one
 }
 
@@ -203,11 +204,15 @@ func (r *Route) addFilter(c call) error {
 	default:
 		return errAt(c.at, "unknown filter %q: the filters are match_recipient, match_header and catch_all", c.name)
 	}
-	re, err := compilePattern(pattern)
+	re, insts, err := compilePattern(pattern)
 	if err != nil {
 		return errAt(c.args[len(c.args)-1].at, "%s: %v", c.name, err)
 	}
-	f.re, f.offset = re, r.groups
+	if n := r.groups + re.NumSubexp(); n > MaxCaptures {
+		return errAt(c.at, "the expression has %d captures, more than %d (the actions refer to \\1 to \\%d): "+
+			"write (?:...) for a group that captures nothing", n, MaxCaptures, MaxCaptures)
+	}
+	f.re, f.insts, f.offset = re, insts, r.groups
 	for i, name := range re.SubexpNames() {
 		if name == "" {
 			continue
@@ -316,38 +321,46 @@ func (r *Route) Stops() bool { return r.stops }
 // catch_all() route matches; see Evaluate). For a route that does not
 // decide on the recipient, true means only that its headers decide.
 func (r *Route) MatchRecipient(rcpt string) (bool, Captures) {
-	return r.match(rcpt, nil, false)
+	return r.match(rcpt, nil, false, nil)
+}
+
+// MatchRecipientWithin is MatchRecipient with its work counted on m: once
+// m is spent, nothing matches (see Meter).
+func (r *Route) MatchRecipientWithin(rcpt string, m *Meter) (bool, Captures) {
+	return r.match(rcpt, nil, false, m)
 }
 
 // Match evaluates every filter of the route against a recipient and the
 // message's header (nil: no header, so match_header never matches).
 func (r *Route) Match(rcpt string, h Header) (bool, Captures) {
-	return r.match(rcpt, h, true)
+	return r.match(rcpt, h, true, nil)
 }
 
-func (r *Route) match(rcpt string, h Header, headers bool) (bool, Captures) {
+// match evaluates the filters, counting their work on m (nil: not
+// counted).
+func (r *Route) match(rcpt string, h Header, headers bool, m *Meter) (bool, Captures) {
 	if len(rcpt) > MaxRecipientBytes {
 		return false, Captures{}
 	}
 	caps := make([]string, r.groups)
 	for _, f := range r.filters {
 		var subject string
-		var m []int
+		var loc []int
 		switch f.kind {
 		case recipientFilter:
-			subject, m = rcpt, f.re.FindStringSubmatchIndex(rcpt)
+			subject, loc = rcpt, f.find(rcpt, m)
 		case headerFilter:
 			if !headers {
 				continue
 			}
-			subject, m = f.matchHeader(h)
+			subject, loc = f.matchHeader(h, m)
 		}
-		if m == nil {
+		if loc == nil {
 			return false, Captures{}
 		}
-		for g := 1; 2*g+1 < len(m); g++ {
-			if m[2*g] >= 0 {
-				caps[f.offset+g-1] = subject[m[2*g]:m[2*g+1]]
+		for g := 1; 2*g+1 < len(loc); g++ {
+			if loc[2*g] >= 0 {
+				caps[f.offset+g-1] = subject[loc[2*g]:loc[2*g+1]]
 			}
 		}
 	}
@@ -356,7 +369,7 @@ func (r *Route) match(rcpt string, h Header, headers bool) (bool, Captures) {
 
 // matchHeader matches the header's values, decoded, in order; the first
 // that matches gives the captures.
-func (f filter) matchHeader(h Header) (string, []int) {
+func (f filter) matchHeader(h Header, m *Meter) (string, []int) {
 	if h == nil {
 		return "", nil
 	}
@@ -372,11 +385,26 @@ func (f filter) matchHeader(h Header) (string, []int) {
 		if len(v) > MaxHeaderValueBytes {
 			v = v[:MaxHeaderValueBytes]
 		}
-		if m := f.re.FindStringSubmatchIndex(v); m != nil {
-			return v, m
+		if loc := f.find(v, m); loc != nil {
+			return v, loc
 		}
 	}
 	return "", nil
+}
+
+// find is the filter's match of s with its captures, nil for none. A
+// value that does not match costs no captures: RE2 carries them along
+// every thread, which multiplies the work by their number.
+// Its work is counted on m first: nothing matches once m is spent.
+func (f filter) find(s string, m *Meter) []int {
+	cost := int64(f.insts) * int64(len(s)+1)
+	if !m.charge(cost) || !f.re.MatchString(s) {
+		return nil
+	}
+	if !m.charge(cost * int64(1+f.re.NumSubexp())) {
+		return nil
+	}
+	return f.re.FindStringSubmatchIndex(s)
 }
 
 // Actions are the route's actions with the captures filled in, in the
@@ -411,6 +439,14 @@ func Sort(routes []*Route) {
 // when no earlier route matched. h may be nil when every route decides on
 // the recipient.
 func Evaluate(routes []*Route, rcpt string, h Header) []Action {
+	return EvaluateWithin(routes, rcpt, h, nil)
+}
+
+// EvaluateWithin is Evaluate with the matching work counted on m (nil:
+// not counted): once m is spent no further route matches, and the caller,
+// seeing m.Spent(), refuses the message rather than act on a partial
+// evaluation.
+func EvaluateWithin(routes []*Route, rcpt string, h Header, m *Meter) []Action {
 	var out []Action
 	matched := false
 	for _, r := range routes {
@@ -421,7 +457,7 @@ func Evaluate(routes []*Route, rcpt string, h Header) []Action {
 			}
 		} else {
 			var ok bool
-			if ok, caps = r.Match(rcpt, h); !ok {
+			if ok, caps = r.match(rcpt, h, true, m); !ok {
 				continue
 			}
 		}

@@ -42,6 +42,10 @@
 // or bounced entries follow in the domain's log, the destination their
 // recipient), or `refused` with a reason:
 //
+//   - a message with more than one From field: receivers differ on which
+//     one they show and which one DMARC checks, so a second From at the
+//     receiving domain (which signs the forward) would vouch for a first
+//     one at any domain;
 //   - loop: the message carries the route's mark already (whatever the
 //     domain: the same route forwards for all its account's domains);
 //   - the message carries Config.MaxForwards marks or more

@@ -229,3 +229,26 @@ func TestForwardOnce(t *testing.T) {
 		t.Errorf("past a limit: %v %v", out, err)
 	}
 }
+
+// TestTwoFromsNotForwarded: a message with two From fields (one at a
+// domain with DMARC p=reject, one at the receiving domain, which signs
+// the forward) is refused, not sent on unrewritten: a receiver that shows
+// the first and checks DMARC against the second would see the bank's
+// address vouched for by the receiving domain's signature.
+func TestTwoFromsNotForwarded(t *testing.T) {
+	t.Parallel()
+	r := setup(t)
+	raw := "From: CEO <ceo@bank.example>\r\nFrom: billing@shop.example\r\nSubject: pay now\r\n\r\nwire it\r\n"
+	out, err := r.fw.Forward(context.Background(), handoff(1, raw, "dest@dest.example"))
+	if err != nil || len(out) != 1 || out[0].Outcome != OutcomeRefused || !strings.Contains(out[0].Reason, "2 From fields") {
+		t.Fatalf("a message with two From fields: %+v, %v; want refused, saying why", out, err)
+	}
+	if len(r.intake.queued) != 0 {
+		t.Errorf("queued: %s", r.intake.queued[0].Data)
+	}
+	// One From is forwarded as before.
+	if out, err := r.fw.Forward(context.Background(), handoff(1, "From: ann@lax.example\r\nSubject: hi\r\n\r\nx\r\n", "dest@dest.example")); err != nil ||
+		out[0].Outcome != OutcomeQueued {
+		t.Errorf("one From: %+v %v", out, err)
+	}
+}

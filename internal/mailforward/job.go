@@ -36,6 +36,12 @@ type rewriteDecision struct {
 func (j *job) forward(ctx context.Context, routeID, to string) (receiving.ActionOutcome, error) {
 	ms := marks(j.msg)
 	switch {
+	case len(j.msg.values("From")) > 1:
+		// Receivers differ on which From they show and which they check
+		// DMARC against: one naming the domain that signs the forward
+		// would vouch for the other.
+		return refused(fmt.Sprintf("the message has %d From fields (RFC 5322 allows one): not forwarded under %s's signature",
+			len(j.msg.values("From")), j.dom.Name)), nil
 	case passedThrough(ms, routeID):
 		return refused("loop: the message was already forwarded by this route (" + sending.ForwardMarkHeader + ")"), nil
 	case len(ms) >= j.f.cfg.MaxForwards:

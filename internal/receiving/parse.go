@@ -112,20 +112,33 @@ func headerPairs(raw []byte) [][2]string {
 		end = i + 1
 	}
 	var out [][2]string
+	// The last field's value, in its lines: joined once the field ends,
+	// so that a field folded over many lines costs its length, not its
+	// length squared.
+	var parts []string
+	flush := func() {
+		if len(parts) > 1 {
+			out[len(out)-1][1] = strings.Join(parts, " ")
+		}
+		parts = parts[:0]
+	}
 	for _, line := range strings.SplitAfter(string(raw[:end]), "\n") {
 		if line == "" || line == "\r\n" || line == "\n" {
 			continue
 		}
 		if (line[0] == ' ' || line[0] == '\t') && len(out) > 0 {
-			out[len(out)-1][1] += " " + strings.TrimSpace(line)
+			parts = append(parts, strings.TrimSpace(line))
 			continue
 		}
 		name, value, ok := strings.Cut(line, ":")
 		if !ok {
 			continue
 		}
+		flush()
 		out = append(out, [2]string{strings.TrimSpace(name), strings.TrimSpace(value)})
+		parts = append(parts, out[len(out)-1][1])
 	}
+	flush()
 	return out
 }
 

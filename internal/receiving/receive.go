@@ -27,8 +27,8 @@ type Outcome struct {
 // Recipient, all of inbound domains): it authenticates it, evaluates each
 // recipient's routes with its header, runs their actions and records the
 // stored copies and the log entries in one transaction. On an error
-// nothing is recorded; ErrNoRoute, ErrRoutesChanged and ErrStoreFull say
-// why, anything else is a fault to try again later.
+// nothing is recorded; ErrNoRoute, ErrRoutesChanged, ErrStoreFull,
+// ErrPostsFull and ErrTooCostly say why, anything else is a fault to try again later.
 func (s *Service) Receive(ctx context.Context, env Envelope, raw []byte) ([]Outcome, error) {
 	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 	auth := mailauth.Check(ctx, s.deps.Resolver, mailauth.Input{RemoteIP: env.RemoteIP, Helo: env.Helo, MailFrom: env.MailFrom, Message: raw})
@@ -50,7 +50,13 @@ func (s *Service) Receive(ctx context.Context, env Envelope, raw []byte) ([]Outc
 			}
 			routes[acc] = rs
 		}
-		actions[i] = inboundroute.Evaluate(routes[acc], rc.Address, h)
+		var m inboundroute.Meter
+		actions[i] = inboundroute.EvaluateWithin(routes[acc], rc.Address, h, &m)
+		if m.Spent() {
+			s.cfg.Logger.Warn("inbound: the account's routes cost too much to match the message (inboundroute.MaxMatchCost); refused",
+				"account", acc, "recipient", rc.Address)
+			return nil, ErrTooCostly
+		}
 		if len(actions[i]) > 0 {
 			taken++
 		}

@@ -25,6 +25,14 @@ var (
 	// ErrStoreFull: a store() would take the account past its bound of
 	// stored messages; nothing was recorded, and retention frees room.
 	ErrStoreFull = errors.New("receiving: the account's stored messages hold their most")
+	// ErrPostsFull: the posts a Forwarder would queue would take the
+	// account past its bound of messages waiting to be posted to its
+	// routes' URLs; nothing was recorded, and posts that end free room.
+	ErrPostsFull = errors.New("receiving: the account's posts waiting to be sent hold their most")
+	// ErrTooCostly: matching the routes against a recipient and the
+	// message's header costs more than inboundroute.MaxMatchCost; nothing
+	// was recorded, and the same message would cost as much again.
+	ErrTooCostly = errors.New("receiving: the routes cost too much to match against the message")
 )
 
 // Message is a message kept by store(), for one recipient.

@@ -3,6 +3,7 @@ package receiving
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/postline/postline/internal/inboundroute"
 )
@@ -138,5 +139,45 @@ func TestParseAll(t *testing.T) {
 	cids := p.ContentIDMap(func(a Attachment) string { return "attachment-" + string(rune('0'+a.Index)) })
 	if len(cids) != 1 || cids["<logo@x>"] != "attachment-1" {
 		t.Errorf("ContentIDMap = %v; want <logo@x> alone", cids)
+	}
+}
+
+// TestRouteCacheFormat: a route whose format alone changed (PUT
+// {"format": "json"}) is compiled afresh, so that its actions post the
+// new format, not the one cached before the change.
+func TestRouteCacheFormat(t *testing.T) {
+	t.Parallel()
+	c := newRouteCache()
+	d := inboundroute.Definition{ID: strings.Repeat("b", 24), Expression: `match_recipient("^a@")`,
+		Actions: []string{`forward("https://app.example/in")`}}
+	for _, format := range []string{inboundroute.FormatMailgun, inboundroute.FormatJSON, inboundroute.FormatRaw} {
+		d.Format = format
+		r, err := c.compile(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := inboundroute.Evaluate([]*inboundroute.Route{r}, "a@x.example", nil); len(got) != 1 || got[0].Format != format {
+			t.Errorf("after the format became %s, the route's actions are %+v", format, got)
+		}
+	}
+}
+
+// TestParseFoldedLinear: a field folded over a million lines (4 MB,
+// within --smtp-max-bytes) is unfolded in one pass. Each line used to be
+// appended to the value so far, so 160,000 lines took 25 s, and every try
+// of every post of such a message, and every read of its stored copy,
+// paid it again.
+func TestParseFoldedLinear(t *testing.T) {
+	t.Parallel()
+	const n = 1_000_000
+	raw := []byte("Subject: a\r\n" + strings.Repeat(" x\r\n", n) + "From: ann@sender.example\r\n\r\nbody\r\n")
+	start := time.Now()
+	p := Parse(raw)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Parse of a Subject folded over %d lines took %v", n, took)
+	}
+	if len(p.Headers) != 2 || p.Headers[0][0] != "Subject" || len(p.Headers[0][1]) != 1+2*n || !strings.HasSuffix(p.Headers[0][1], " x x") ||
+		p.Headers[1] != [2]string{"From", "ann@sender.example"} {
+		t.Errorf("headers: %d, the Subject %d bytes; want Subject of %d bytes (a x x ...) then From", len(p.Headers), len(p.Headers[0][1]), 1+2*n)
 	}
 }

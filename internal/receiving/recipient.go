@@ -24,6 +24,9 @@ const (
 	Accept
 	// AfterData: a route may take it, depending on the message's header.
 	AfterData
+	// TooCostly: the account's routes cost more to match against the
+	// address than inboundroute.MaxMatchCost allows.
+	TooCostly
 )
 
 // Decision is Recipient's answer.
@@ -50,7 +53,12 @@ func (s *Service) Recipient(ctx context.Context, addr string) (Decision, error) 
 	if err != nil {
 		return Decision{}, err
 	}
-	return Decision{Verdict: decide(routes, addr), Domain: d}, nil
+	v := decide(routes, addr)
+	if v == TooCostly {
+		s.cfg.Logger.Warn("inbound: the account's routes cost too much to match a recipient (inboundroute.MaxMatchCost); refused",
+			"account", d.AccountID, "domain", d.Name)
+	}
+	return Decision{Verdict: v, Domain: d}, nil
 }
 
 // decide walks the routes in evaluation order with the recipient alone: a
@@ -60,11 +68,15 @@ func (s *Service) Recipient(ctx context.Context, addr string) (Decision, error) 
 // header filters are yet to be read may.
 func decide(routes []*inboundroute.Route, rcpt string) Verdict {
 	maybe := false
+	var m inboundroute.Meter
 	for _, r := range routes {
 		if r.CatchAll() {
 			return Accept
 		}
-		if ok, _ := r.MatchRecipient(rcpt); !ok {
+		if ok, _ := r.MatchRecipientWithin(rcpt, &m); !ok {
+			if m.Spent() {
+				return TooCostly
+			}
 			continue
 		}
 		if r.DecidesOnRecipient() {
@@ -103,8 +115,9 @@ func (s *Service) accountRoutes(ctx context.Context, accountID int64) ([]*inboun
 
 // routeCache keeps compiled routes by their definition, so that a busy
 // domain does not compile its account's regular expressions per
-// recipient. An edited route is a new key; the cache is emptied when it
-// holds maxCachedRoutes.
+// recipient. An edited route is a new key (every field Compile reads is
+// in it, the format too); the cache is emptied when it holds
+// maxCachedRoutes.
 type routeCache struct {
 	mu sync.Mutex
 	m  map[string]*inboundroute.Route
@@ -115,7 +128,7 @@ const maxCachedRoutes = 20000
 func newRouteCache() *routeCache { return &routeCache{m: map[string]*inboundroute.Route{}} }
 
 func (c *routeCache) compile(d inboundroute.Definition) (*inboundroute.Route, error) {
-	key := d.ID + "\x00" + strconv.Itoa(d.Priority) + "\x00" + d.Expression + "\x00" + strings.Join(d.Actions, "\x00")
+	key := d.ID + "\x00" + strconv.Itoa(d.Priority) + "\x00" + d.Format + "\x00" + d.Expression + "\x00" + strings.Join(d.Actions, "\x00")
 	c.mu.Lock()
 	r, ok := c.m[key]
 	c.mu.Unlock()

@@ -51,6 +51,16 @@ func Text(s string) Stripped {
 // quoteStart is the index of the first line of the quote (len(lines)
 // when there is none).
 func quoteStart(lines []string) int {
+	// The last line that is neither blank nor quoted: a ">" line after
+	// it is quoted to the end. Found once, so that many ">" lines above
+	// new text cost one pass, not one pass each.
+	lastUnquoted := -1
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, ">") {
+			lastUnquoted = i
+			break
+		}
+	}
 	for i, raw := range lines {
 		l := strings.TrimSpace(raw)
 		switch {
@@ -70,7 +80,9 @@ func quoteStart(lines []string) int {
 			return i
 		case outlookFrom.MatchString(l) && outlookBlock(lines[i+1:]):
 			return i
-		case strings.HasPrefix(l, ">") && quotedToEnd(lines[i:]):
+		case strings.HasPrefix(l, ">") && i > lastUnquoted:
+			// Quoted to the end (an interleaved reply has new text
+			// between quotes, and keeps them).
 			return i
 		}
 	}
@@ -88,19 +100,6 @@ func outlookBlock(next []string) bool {
 		to = to || outlookTo.MatchString(l)
 	}
 	return sent && to
-}
-
-// quotedToEnd reports that from here on every non-blank line is quoted
-// with ">" (an interleaved reply has new text between quotes, and keeps
-// them).
-func quotedToEnd(lines []string) bool {
-	for _, raw := range lines {
-		l := strings.TrimSpace(raw)
-		if l != "" && !strings.HasPrefix(l, ">") {
-			return false
-		}
-	}
-	return true
 }
 
 // trimBlank joins lines without the blank ones at either end, and

@@ -3,6 +3,7 @@ package replystrip
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestText(t *testing.T) {
@@ -84,4 +85,21 @@ func FuzzText(f *testing.F) {
 			t.Fatalf("HTML(%q) = %q: not part of the input", s, h)
 		}
 	})
+}
+
+// TestTextLinear: many ">" lines above new text (an interleaved reply
+// without end, 500,000 lines in MaxInput) are read in one pass: each
+// used to look ahead to the end of the text, so 160,000 of them took
+// minutes of a post's try.
+func TestTextLinear(t *testing.T) {
+	t.Parallel()
+	in := strings.Repeat(">\n", MaxInput/2-1) + "x\n"
+	start := time.Now()
+	got := Text(in)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Text of %d quote lines then new text took %v", MaxInput/2-1, took)
+	}
+	if !strings.HasSuffix(got.Text, ">\nx") {
+		t.Errorf("an interleaved reply is kept whole; got ...%q", got.Text[max(0, len(got.Text)-10):])
+	}
 }

@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"time"
 
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/inboundpost"
+	"github.com/postline/postline/internal/receiving"
 )
 
 // InboundPosts implements inboundpost.Store: the outbox of routes' posts.
@@ -20,13 +22,25 @@ func NewInboundPosts(db *DB) InboundPosts { return InboundPosts{db: db} }
 const inboundPostCols = `id, token, account_id, domain_id, route_id, kind, url, format, recipient, sender, message_id, stored_id,
 	state, attempts, last_status, last_error, next_attempt_at, created_at`
 
-// Enqueue implements inboundpost.Store.
-func (s InboundPosts) Enqueue(ctx context.Context, posts []inboundpost.Post) error {
+// Enqueue implements inboundpost.Store. The bound is checked after the
+// inserts, in their transaction: a token that joins an earlier post adds
+// nothing, and the sum holds until the commit (PostgreSQL serialises an
+// account's enqueues on its row, SQLite has one writer).
+func (s InboundPosts) Enqueue(ctx context.Context, posts []inboundpost.Post, maxPendingBytes int64) error {
 	if len(posts) == 0 {
 		return nil
 	}
 	return s.db.InTx(ctx, func(q Querier) error {
+		acc := posts[0].AccountID
+		if s.db.Dialect == Postgres {
+			if _, err := q.ExecContext(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, acc); err != nil {
+				return err
+			}
+		}
 		for _, p := range posts {
+			if p.AccountID != acc {
+				return fmt.Errorf("store: enqueueing posts of accounts %d and %d at once", acc, p.AccountID)
+			}
 			if _, err := q.ExecContext(ctx, `INSERT INTO inbound_posts (token, account_id, domain_id, route_id, kind, url, format,
 				recipient, sender, message_id, stored_id, raw, state, next_attempt_at, created_at)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 'pending', $13, $14) ON CONFLICT (token) DO NOTHING`,
@@ -34,6 +48,14 @@ func (s InboundPosts) Enqueue(ctx context.Context, posts []inboundpost.Post) err
 				nonNil(p.Raw), ms(p.NextAttemptAt), ms(p.CreatedAt)); err != nil {
 				return err
 			}
+		}
+		var held int64
+		if err := q.QueryRowContext(ctx, `SELECT COALESCE(SUM(LENGTH(raw)), 0) FROM inbound_posts
+			WHERE state = 'pending' AND account_id = $1`, acc).Scan(&held); err != nil {
+			return err
+		}
+		if held > maxPendingBytes {
+			return receiving.ErrPostsFull
 		}
 		return nil
 	})

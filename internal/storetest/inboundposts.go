@@ -29,12 +29,12 @@ func testInboundPosts(t *testing.T, db *store.DB) {
 			URL: "https://app.example/in", Format: "json", Recipient: "help@alice.example", Sender: "ann@sender.example", MessageID: "m1@sender.example",
 			Raw: []byte("Subject: x\r\n\r\nbinary \x00\xff " + token), NextAttemptAt: now.Add(at), CreatedAt: now.Add(at)}
 	}
-	if err := s.Enqueue(ctx, []inboundpost.Post{post("t2", time.Second), post("t1", 0), post("t3", time.Hour)}); err != nil {
+	if err := s.Enqueue(ctx, []inboundpost.Post{post("t2", time.Second), post("t1", 0), post("t3", time.Hour)}, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	again := post("t1", 2*time.Second)
 	again.URL = "https://other.example/"
-	if err := s.Enqueue(ctx, []inboundpost.Post{again}); err != nil {
+	if err := s.Enqueue(ctx, []inboundpost.Post{again}, 1<<20); err != nil {
 		t.Fatalf("enqueueing a token again: %v; want it to join the first", err)
 	}
 	due, err := s.DuePosts(ctx, now.Add(time.Minute), 10)
@@ -117,7 +117,7 @@ func testInboundPosts(t *testing.T, db *store.DB) {
 		t.Fatalf("due after t1 finished: %+v", due)
 	}
 	// Finished, t1 still stands for its token.
-	s.Enqueue(ctx, []inboundpost.Post{post("t1", 0)})
+	s.Enqueue(ctx, []inboundpost.Post{post("t1", 0)}, 1<<20)
 	if due, _ = s.DuePosts(ctx, now.Add(5*time.Hour), 10); len(due) != 2 {
 		t.Fatalf("a finished token enqueued again made a new post: %+v", due)
 	}

@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("InboundRoutes", func(t *testing.T) { t.Parallel(); testInboundRoutes(t, open(t)) })
 	t.Run("InboundMessages", func(t *testing.T) { t.Parallel(); testInboundMessages(t, open(t)) })
 	t.Run("InboundPosts", func(t *testing.T) { t.Parallel(); testInboundPosts(t, open(t)) })
+	t.Run("InboundPostsBound", func(t *testing.T) { t.Parallel(); testInboundPostsBound(t, open(t)) })
 	t.Run("Webhooks", func(t *testing.T) { t.Parallel(); testWebhooks(t, open(t)) })
 	t.Run("MailgunWebhooks", func(t *testing.T) { t.Parallel(); testMailgunWebhooks(t, open(t)) })
 	t.Run("WebhookLeases", func(t *testing.T) { t.Parallel(); testWebhookLeases(t, open(t)) })
