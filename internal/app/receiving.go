@@ -23,7 +23,7 @@ func (a *App) openReceiving() {
 	cfg := a.Config
 	posts := store.NewInboundPosts(a.DB)
 	a.Receiving = receiving.NewService(receiving.Config{AuthservID: a.authservID(), Retention: cfg.InboundRetention,
-		StoreBytesPerAccount: cfg.InboundStoreBytesPerAccount, Logger: a.Logger},
+		StoreBytesPerAccount: cfg.InboundStoreBytesPerAccount, ActionsPerMessage: cfg.InboundActionsPerMessage, Logger: a.Logger},
 		receiving.Deps{Domains: a.Domains, Routes: a.Routes, Store: store.NewInboundMessages(a.DB), Resolver: a.Resolver, Events: a.Events,
 			Forwarder: receiving.Forwarders{URL: inboundpost.NewOutbox(posts,
 				inboundpost.OutboxConfig{MaxPendingBytes: cfg.InboundPostBytesPerAccount}), Address: a.addressForwarder()}})

@@ -29,6 +29,10 @@ type Config struct {
 	// domain (552 past it): routes, posts and reads of stored copies
 	// unfold and list every field of it.
 	InboundMaxHeaderBytes int64
+	// InboundActionsPerMessage bounds the forwards (each destination) and
+	// store notifications one received message's routes hand on, over all
+	// its recipients (550 5.7.0 past it).
+	InboundActionsPerMessage int
 	// InboundMXHost is the host inbound domains are told to publish as
 	// their MX; empty: the host of PublicURL when that is set.
 	InboundMXHost string
@@ -271,6 +275,7 @@ func Default() Config {
 		MTASTSPort:                  443,
 		SMTPMaxBytes:                25 << 20,
 		InboundMaxHeaderBytes:       1 << 20,
+		InboundActionsPerMessage:    500,
 		InboundRetention:            72 * time.Hour,
 		InboundPerIPPerMinute:       60,
 		InboundStoreBytesPerAccount: 1 << 30,
@@ -477,6 +482,9 @@ func (c Config) Validate() error {
 	}
 	if c.InboundStoreBytesPerAccount < 64<<10 {
 		bad("inbound-store-bytes-per-account", "must be at least 64KiB, got %d bytes", c.InboundStoreBytesPerAccount)
+	}
+	if c.InboundActionsPerMessage < 1 || c.InboundActionsPerMessage > 100000 {
+		bad("inbound-actions-per-message", "must be 1 to 100000, got %d", c.InboundActionsPerMessage)
 	}
 	if c.InboundMaxHeaderBytes < 1024 {
 		bad("inbound-max-header-bytes", "must be at least 1KiB, got %d bytes", c.InboundMaxHeaderBytes)

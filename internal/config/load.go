@@ -54,6 +54,8 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 		"e.g. 1GiB (default 1GiB); past it a message a route stores is refused for now (452 4.2.2) until retention frees room")
 	byteFlag(fs, &cfg.InboundMaxHeaderBytes, "inbound-max-header-bytes", "largest header of a message to an inbound domain, e.g. 1MiB "+
 		"(default 1MiB); past it the message is refused (552 5.3.4)")
+	fs.IntVar(&cfg.InboundActionsPerMessage, "inbound-actions-per-message", cfg.InboundActionsPerMessage,
+		"most forwards (each destination) and store notifications one received message's routes hand on, over all its recipients; past it the message is refused (550 5.7.0)")
 	byteFlag(fs, &cfg.InboundPostBytesPerAccount, "inbound-post-bytes-per-account", "most bytes of the messages one account's posts to its "+
 		"routes' URLs hold while they wait to be sent (each post a copy), e.g. 1GiB (default 1GiB); past it a message is refused for now "+
 		"(452 4.2.2) until posts end")

@@ -42,6 +42,10 @@ var (
 	// same message costs the same again.
 	errTooCostly = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 3, 4},
 		Message: "The routes of this domain cost too much to match against this message"}
+	// The routes would forward the message more times than
+	// --inbound-actions-per-message: permanent, as errTooCostly.
+	errTooManyActions = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 0},
+		Message: "The routes of these recipients would forward this message too many times (--inbound-actions-per-message)"}
 	errRoutesChanged = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0},
 		Message: "The routes for these recipients changed during the transaction; try again"}
 )
@@ -154,6 +158,9 @@ func (ss *session) dataInbound(r io.Reader) error {
 	case errors.Is(err, receiving.ErrTooCostly):
 		ss.s.count("too_costly")
 		return errTooCostly
+	case errors.Is(err, receiving.ErrTooManyActions):
+		ss.s.count("too_many_actions")
+		return errTooManyActions
 	case errors.Is(err, receiving.ErrPostsFull):
 		ss.s.count("posts_full")
 		ss.s.cfg.Logger.Warn("inbound: message refused for now: the account's pending posts hold their most (--inbound-post-bytes-per-account)",

@@ -67,6 +67,11 @@ func (s *Service) Receive(ctx context.Context, env Envelope, raw []byte) ([]Outc
 	case taken < len(env.Recipients):
 		return nil, ErrRoutesChanged
 	}
+	if n := handedOn(actions); n > s.cfg.ActionsPerMessage {
+		s.cfg.Logger.Warn("inbound: the routes hand on more forwards and notifications for one message than --inbound-actions-per-message; refused",
+			"actions", n, "limit", s.cfg.ActionsPerMessage, "recipients", len(env.Recipients))
+		return nil, ErrTooManyActions
+	}
 
 	var msgs []Message
 	var entries []event.Entry
@@ -241,4 +246,21 @@ func ValidID(id string) bool {
 		}
 	}
 	return true
+}
+
+// handedOn counts the actions a message's recipients hand on to the
+// Forwarder: each forward's destination and each store notification. One
+// message to 50 recipients of routes with 10 destinations each is 500
+// posts or re-sends: bounded, so that an outside sender cannot make one
+// message into an avalanche for the account's endpoints and queue.
+func handedOn(actions [][]inboundroute.Action) int {
+	n := 0
+	for _, as := range actions {
+		for _, a := range as {
+			if a.Skipped == "" && (a.Kind == inboundroute.KindForward || a.Kind == inboundroute.KindStore && a.Notify != "") {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -33,6 +33,10 @@ var (
 	// message's header costs more than inboundroute.MaxMatchCost; nothing
 	// was recorded, and the same message would cost as much again.
 	ErrTooCostly = errors.New("receiving: the routes cost too much to match against the message")
+	// ErrTooManyActions: the routes would hand on more forwards and
+	// notifications for the message than Config.ActionsPerMessage; nothing
+	// was recorded, and the same message would ask as many again.
+	ErrTooManyActions = errors.New("receiving: the routes hand on too many forwards for one message")
 )
 
 // Message is a message kept by store(), for one recipient.
@@ -103,8 +107,12 @@ type Config struct {
 	Retention time.Duration
 	// StoreBytesPerAccount bounds an account's stored messages (default 1 GiB).
 	StoreBytesPerAccount int64
-	Logger               *slog.Logger
-	Now                  func() time.Time
+	// ActionsPerMessage bounds the forwards (each destination) and store
+	// notifications one message's routes hand on, over all its recipients
+	// (default 500): past it ErrTooManyActions.
+	ActionsPerMessage int
+	Logger            *slog.Logger
+	Now               func() time.Time
 }
 
 // Deps are the services the Service uses.
@@ -131,6 +139,7 @@ func NewService(cfg Config, deps Deps) *Service {
 	cfg.AuthservID = cmp.Or(cfg.AuthservID, "localhost")
 	cfg.Retention = cmp.Or(cfg.Retention, 72*time.Hour)
 	cfg.StoreBytesPerAccount = cmp.Or(cfg.StoreBytesPerAccount, 1<<30)
+	cfg.ActionsPerMessage = cmp.Or(cfg.ActionsPerMessage, 500)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
