@@ -20,7 +20,7 @@ import (
 // budget for domain endpoints.
 func TestConsoleTestMessage(t *testing.T) {
 	t.Parallel()
-	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.RateDomainPerMinute = 3 })
+	e := startSend(t, store.SQLite, false, func(c *config.Config) { c.RateDomainPerMinute = 5 })
 	other := e.NewUser("mallory")
 	e.NewDomain(other, "mallory.example")
 	b := &browser{t: t, base: e.URL}
@@ -59,6 +59,19 @@ func TestConsoleTestMessage(t *testing.T) {
 	if status != 303 || !strings.Contains(page, "The test message was not sent") {
 		t.Errorf("a bad address: %d\n%s", status, page)
 	}
+	// One address: a list, or a display name of the sender's choosing,
+	// would make the button a many-recipient send counted as one request.
+	for _, to := range []string{"x1@rcpt.example.net, x2@rcpt.example.net", `"Click http://evil.example" <x3@rcpt.example.net>`} {
+		status, page := b.submit("/domains/shop.example.com/test-message", url.Values{"csrf": {csrf}, "to": {to}})
+		if status != 303 || !strings.Contains(page, "it goes to one address") {
+			t.Errorf("to %q: %d\n%s", to, status, page)
+		}
+	}
+	for _, rcpt := range []string{"x1@rcpt.example.net", "x2@rcpt.example.net", "x3@rcpt.example.net"} {
+		if n := len(e.entries(t, rcpt, event.Queued)); n != 0 {
+			t.Errorf("%d queued for %s from a list or a named address, want 0", n, rcpt)
+		}
+	}
 	if status, page := b.submit("/domains/shop.example.com/test-message", url.Values{"csrf": {csrf}, "to": {" "}}); status != 303 ||
 		!strings.Contains(page, "Type the address the test message goes to") {
 		t.Errorf("no address: %d\n%s", status, page)
@@ -66,8 +79,8 @@ func TestConsoleTestMessage(t *testing.T) {
 	if r, _ := b.do("POST", "/domains/mallory.example/test-message", url.Values{"csrf": {csrf}, "to": {"ann@rcpt.example.net"}}, nil); r.StatusCode != 404 {
 		t.Errorf("another account's domain: %d, want 404", r.StatusCode)
 	}
-	// Two requests counted so far (the 404 is not the account's domain); the
-	// third is allowed, the fourth waits.
+	// Budget 5: four requests counted so far (the 404 is not the account's
+	// domain); the fifth is allowed, the sixth waits.
 	b.submit("/domains/shop.example.com/test-message", url.Values{"csrf": {csrf}, "to": {"bob@rcpt.example.net"}})
 	if status, page := b.submit("/domains/shop.example.com/test-message", url.Values{"csrf": {csrf}, "to": {"cy@rcpt.example.net"}}); status != 303 ||
 		!strings.Contains(page, "Too many requests") {

@@ -169,8 +169,8 @@ func TestConsoleTeam(t *testing.T) {
 			}
 		}
 
-		// The developer: keys and suppressions yes, members and audit no.
-		status, page = dev.submit("/keys", url.Values{"csrf": {dev.csrfOf("/keys")}, "name": {"dev key"}})
+		// The developer: keys (below its role) and suppressions yes, members and audit no.
+		status, page = dev.submit("/keys", url.Values{"csrf": {dev.csrfOf("/keys")}, "name": {"dev key"}, "scopes": {"send", "log:read"}})
 		if status != 303 || !regexp.MustCompile(`pl_[A-Za-z0-9_-]{43}`).MatchString(page) {
 			t.Errorf("developer creating a key: %d\n%s", status, page)
 		}

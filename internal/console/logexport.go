@@ -20,6 +20,10 @@ func (c *Console) logExport(w http.ResponseWriter, r *http.Request, s *account.S
 	}
 	q := r.URL.Query()
 	f, problems := logFilter(q, d.ID)
+	// The page's search box filters its export too (its link carries q).
+	if _, _, err := c.logSearch(r, d, q.Get("q"), &f); err != nil {
+		return err
+	}
 	format, err := logexport.ParseFormat(q.Get("format"))
 	if err != nil {
 		problems = append(problems, "The format must be csv or ndjson.")
@@ -35,10 +39,11 @@ func (c *Console) logExport(w http.ResponseWriter, r *http.Request, s *account.S
 	return c.deps.LogExports.Serve(w, r.WithContext(ctx), logexport.Params{AccountID: s.AccountID, Domain: d.Name, Filter: f, Format: format})
 }
 
-// exportURL is the export of the log page q shows, in format f.
+// exportURL is the export of the log page q shows, in format f: its
+// filters and its search box.
 func exportURL(domain string, q url.Values, f logexport.Format) string {
 	v := url.Values{}
-	for _, k := range []string{"type", "recipient", "sender", "subject", "tags", "start", "end"} {
+	for _, k := range []string{"type", "recipient", "sender", "subject", "tags", "start", "end", "q"} {
 		if x := q.Get(k); x != "" {
 			v.Set(k, x)
 		}

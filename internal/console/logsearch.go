@@ -25,6 +25,7 @@ func (c *Console) logSearch(r *http.Request, d domain.Domain, q string, f *event
 			return "", "", err
 		}
 		if len(pg.Entries) > 0 {
+			f.MessageID = id // the export of the search: that message's entries
 			return messagePath(d, id), "", nil
 		}
 		if _, err := emailaddr.Parse(id); err == nil && id == q {

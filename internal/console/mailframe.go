@@ -73,19 +73,34 @@ func query(v url.Values) string {
 // maxInlineImage bounds an inline image turned into a data: URL.
 const maxInlineImage = 2 << 20
 
+// maxInlinedBytes bounds what the data: URLs add to one message's HTML,
+// every reference counted: an image referenced a hundred thousand times
+// (the sender's HTML) would otherwise grow the page by as many copies,
+// gigabytes held at once in the server. Images past it stay unshown.
+const maxInlinedBytes = 16 << 20
+
 // inlineImages replaces cid: references to image parts with data: URLs,
-// the only images the frame's policy always lets through.
+// the only images the frame's policy always lets through, adding at most
+// maxInlinedBytes to html.
 func inlineImages(html string, raw []byte, atts []receiving.Attachment) string {
+	budget := maxInlinedBytes
 	for _, a := range atts {
+		ref := "cid:" + a.ContentID
 		if a.ContentID == "" || !strings.HasPrefix(a.ContentType, "image/") || a.Size > maxInlineImage ||
-			!strings.Contains(html, "cid:"+a.ContentID) {
+			!strings.Contains(html, ref) {
 			continue
 		}
 		_, body, ok := receiving.Part(raw, a.Index)
 		if !ok {
 			continue
 		}
-		html = strings.ReplaceAll(html, "cid:"+a.ContentID, "data:"+a.ContentType+";base64,"+base64.StdEncoding.EncodeToString(body))
+		prefix := "data:" + a.ContentType + ";base64,"
+		grow := strings.Count(html, ref) * (len(prefix) + base64.StdEncoding.EncodedLen(len(body)) - len(ref))
+		if grow > budget {
+			continue
+		}
+		budget -= grow
+		html = strings.ReplaceAll(html, ref, prefix+base64.StdEncoding.EncodeToString(body))
 	}
 	return html
 }

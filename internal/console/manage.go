@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -253,6 +254,13 @@ func (c *Console) createKeyFromForm(r *http.Request, s *account.Session) (string
 	}
 	if o.Domains, err = account.ParseDomains(r.PostFormValue("domains")); err != nil {
 		return "", account.Key{}, err
+	}
+	// A key with the keys scope is the account's: with every scope it
+	// signs in to the console as an owner, and it reads the audit log and
+	// makes keys through the API. A developer's keys stay below its role.
+	if !s.MayManageTeam() && (o.Scopes == nil || slices.Contains(o.Scopes, account.ScopeKeys)) {
+		return "", account.Key{}, apperr.Field("scopes", "Your role ("+string(s.RoleOf())+
+			") makes keys without the keys scope (a key with every scope is the account's, an owner's): tick the scopes the key needs, or ask an owner.")
 	}
 	if v := strings.TrimSpace(r.PostFormValue("expires")); v != "" {
 		day, err := time.Parse("2006-01-02", v)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/emailaddr"
 	"github.com/postline/postline/internal/sending"
 )
 
@@ -30,6 +31,13 @@ func (c *Console) testMessage(w http.ResponseWriter, r *http.Request, s *account
 	}
 	if wait := c.domainBudget(r, s); wait != "" {
 		c.redirect(w, r, back, flash{Notice: "Too many requests for this account's domains; try again in " + wait + "."})
+		return nil
+	}
+	// One bare address: the intake reads "to" as a list ("a@x, b@y",
+	// display names), which would make the button a many-recipient send
+	// counted as one request, with a name of the sender's choosing.
+	if _, err := emailaddr.Parse(to); err != nil {
+		c.redirect(w, r, back, flash{Notice: "The test message was not sent: it goes to one address, such as name@example.com, without a name or a list."})
 		return nil
 	}
 	now := c.cfg.Now().UTC()
