@@ -78,6 +78,9 @@ type App struct {
 	// Sending accepts messages; Worker delivers them (serve only).
 	Sending *sending.Service
 	Worker  *sending.Worker
+	// copies builds message copies for the console and the API, bounded
+	// (--message-rebuilds).
+	copies *sending.BoundedRebuilds
 	// Tracking answers tracking URLs; TrackingURLs makes them.
 	Tracking       *tracking.Service
 	TrackingURLs   *tracking.URLs
@@ -324,7 +327,7 @@ func (a *App) API() *httpapi.Server {
 		Templates:     a.Templates,
 		InboundRoutes: a.Routes,
 		Receiving:     a.Receiving,
-		Copies:        a.Worker,
+		Copies:        a.copies,
 		Stats:         stats.NewService(store.NewStats(a.DB)),
 		PublicURL:     a.Config.PublicURL,
 		Validator:     a.Validator,

@@ -43,7 +43,7 @@ func (a *App) console() http.Handler {
 		Jobs:          a.ValidationJobs,
 		Attempts:      &ratelimit.Attempts{Limiter: a.Limiter, PerLogin: a.Config.AuthAttemptsPerLogin, PerAddress: a.Config.AuthAttemptsPerAddress},
 		Receiving:     a.Receiving,
-		Copies:        a.Worker,
+		Copies:        a.copies,
 	})
 	if err != nil { // embedded templates: a build error, caught by every test
 		panic(err)

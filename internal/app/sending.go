@@ -76,6 +76,7 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 		Templates: a.Templates, MaxSchedule: cfg.ScheduleMaxAhead, EnqueueLinger: enqueueLinger(a.DB.Dialect),
 		MaxRenderedBytes: cfg.MaxRenderedBytesPerRequest, Volume: a.Limiter, DailyBytes: cfg.AccountDailyBytes,
 		CheckFiles: a.attachChecker()}, a.Worker.Wake)
+	a.copies = &sending.BoundedRebuilds{Next: a.Worker, Total: a.Config.MessageRebuilds, PerDomain: 2}
 	return nil
 }
 

@@ -178,6 +178,10 @@ type Config struct {
 	// LogExportsPerAccount is how many log exports (console or API) one
 	// account may run at once in a process (429 past it).
 	LogExportsPerAccount int
+	// MessageRebuilds is how many message copies (a message's page, its
+	// frame, raw copy and attachments) are built at once in a process, at
+	// most 2 of one domain's.
+	MessageRebuilds int
 	// ValidationJobsPerAccount is how many unfinished list-cleaning jobs
 	// one account may have (429 past it).
 	ValidationJobsPerAccount int
@@ -312,6 +316,7 @@ func Default() Config {
 		MembersPerAccount:            50,
 		MemberInvitesPerAccount:      20,
 		LogExportsPerAccount:         2,
+		MessageRebuilds:              8,
 		ValidationProbeCacheTTL:      24 * time.Hour,
 		ValidationCatchAllTTL:        24 * time.Hour,
 		ValidationProbeRequestBudget: time.Minute,
@@ -594,6 +599,9 @@ func (c Config) Validate() error {
 	}
 	if c.MemberInvitesPerAccount < 1 || c.MemberInvitesPerAccount > 10000 {
 		bad("member-invites-per-account", "must be between 1 and 10000, got %d", c.MemberInvitesPerAccount)
+	}
+	if c.MessageRebuilds < 2 || c.MessageRebuilds > 1000 {
+		bad("message-rebuilds", "must be 2 to 1000, got %d", c.MessageRebuilds)
 	}
 	if c.LogExportsPerAccount < 1 {
 		bad("log-exports-per-account", "must be at least 1, got %d", c.LogExportsPerAccount)

@@ -190,6 +190,8 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 		"how long all the mailbox probes of one API request may take together (probes past it answer smtp_unavailable)")
 	fs.DurationVar(&cfg.ValidationJobLease, "validation-job-lease", cfg.ValidationJobLease,
 		"how long a process holds a list-cleaning job for one batch; a job whose process died goes on elsewhere after it")
+	fs.IntVar(&cfg.MessageRebuilds, "message-rebuilds", cfg.MessageRebuilds,
+		"message copies (a sent message's page, frame, raw copy, attachments) built at once, at most 2 of one domain's; past it 429")
 	fs.IntVar(&cfg.LogExportsPerAccount, "log-exports-per-account", cfg.LogExportsPerAccount,
 		"log exports (CSV or NDJSON, console or API) one account may run at once; past it an export is refused with 429")
 	fs.IntVar(&cfg.MembersPerAccount, "members-per-account", cfg.MembersPerAccount,
