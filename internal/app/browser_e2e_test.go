@@ -274,7 +274,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	run("still listed", chromedp.WaitVisible(chromedp.Search(`//td[text()="gone@rcpt.example.net"]`)))
 	answers <- true
-	run("remove, confirmed", chromedp.Click(remove), chromedp.WaitVisible(chromedp.ID("notice")))
+	// The page before had a notice too ("Added ..."): wait for the new one.
+	run("remove, confirmed", chromedp.Click(remove),
+		chromedp.WaitVisible(chromedp.Search(`//*[@id="notice" and contains(., "Removed from")]`)))
 	<-dialogs
 	if text := mainText(); !strings.Contains(text, "Removed from the whitelist list.") || strings.Contains(text, "gone@rcpt.example.net") {
 		t.Fatalf("after the confirmed removal: %q", text)
