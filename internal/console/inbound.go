@@ -108,11 +108,17 @@ func (c *Console) inboundAttachment(w http.ResponseWriter, r *http.Request, s *a
 	if err != nil {
 		return err
 	}
+	return attachmentOf(w, r, m.Raw)
+}
+
+// attachmentOf writes the attachment the path's {n} names of the message
+// raw as a download; NotFound when it has none such.
+func attachmentOf(w http.ResponseWriter, r *http.Request, raw []byte) error {
 	n, err := strconv.Atoi(r.PathValue("n"))
 	if err != nil {
 		return apperr.Errorf(apperr.NotFound, "no attachment")
 	}
-	a, body, ok := receiving.Part(m.Raw, n)
+	a, body, ok := receiving.Part(raw, n)
 	if !ok {
 		return apperr.Errorf(apperr.NotFound, "no attachment")
 	}

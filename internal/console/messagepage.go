@@ -7,7 +7,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/postline/postline/internal/account"
@@ -128,14 +127,5 @@ func (c *Console) messageAttachment(w http.ResponseWriter, r *http.Request, s *a
 	if err != nil {
 		return err
 	}
-	n, err := strconv.Atoi(r.PathValue("n"))
-	if err != nil {
-		return apperr.Errorf(apperr.NotFound, "no attachment")
-	}
-	a, body, ok := receiving.Part(cp.Raw, n)
-	if !ok {
-		return apperr.Errorf(apperr.NotFound, "no attachment")
-	}
-	writeAttachment(w, a, body)
-	return nil
+	return attachmentOf(w, r, cp.Raw)
 }
