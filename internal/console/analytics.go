@@ -136,15 +136,10 @@ func (c *Console) analytics(w http.ResponseWriter, r *http.Request, s *account.S
 				}
 			}
 		}
-		account.Accepted += row.Accepted
-		account.Delivered += row.Delivered
-		account.Bounced += row.Bounced
-		account.Failed += row.Failed
-		account.Complained += row.Complained
-		account.Opened += row.Opened
-		account.Clicked += row.Clicked
-		account.Unsubscribed += row.Unsubscribed
 		rows = append(rows, row)
+	}
+	for _, k := range account.Series {
+		account.add(k)
 	}
 	charts := make([]chartView, 0, len(rows)+1)
 	for _, row := range append([]analyticsRow{account}, rows...) {

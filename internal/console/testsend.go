@@ -3,7 +3,6 @@ package console
 import (
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -66,12 +65,5 @@ func (c *Console) testMessage(w http.ResponseWriter, r *http.Request, s *account
 // budget is spent ("" when the request may run, also when the counters
 // cannot be read: as in the API).
 func (c *Console) domainBudget(r *http.Request, s *account.Session) string {
-	if c.deps.Limiter == nil || c.cfg.DomainPerMinute <= 0 {
-		return ""
-	}
-	res, err := c.deps.Limiter.Allow(r.Context(), "domain:"+strconv.FormatInt(s.AccountID, 10), c.cfg.DomainPerMinute, time.Minute)
-	if err != nil || res.Allowed {
-		return ""
-	}
-	return (time.Duration(res.RetryAfter(c.deps.Limiter.Now())) * time.Second).String()
+	return c.budget(r, s, "domain", c.cfg.DomainPerMinute, time.Minute)
 }

@@ -65,10 +65,18 @@ func (c *Console) renderValidation(w http.ResponseWriter, r *http.Request, s *ac
 // budget is spent ("" when the check may run, also when the counters
 // cannot be read: as in the API).
 func (c *Console) validationBudget(r *http.Request, s *account.Session) string {
-	if c.deps.Limiter == nil || c.cfg.ValidationPerHour <= 0 {
+	return c.budget(r, s, "validation", c.cfg.ValidationPerHour, time.Hour)
+}
+
+// budget counts one request against the account's budget of the API's
+// rate-limit group name (the same counter as the API's), limit per
+// window; it returns the wait when the budget is spent ("" when the
+// request may run, also when the counters cannot be read: as in the API).
+func (c *Console) budget(r *http.Request, s *account.Session, name string, limit int, window time.Duration) string {
+	if c.deps.Limiter == nil || limit <= 0 {
 		return ""
 	}
-	res, err := c.deps.Limiter.Allow(r.Context(), "validation:"+strconv.FormatInt(s.AccountID, 10), c.cfg.ValidationPerHour, time.Hour)
+	res, err := c.deps.Limiter.Allow(r.Context(), name+":"+strconv.FormatInt(s.AccountID, 10), limit, window)
 	if err != nil || res.Allowed {
 		return ""
 	}
