@@ -32,7 +32,12 @@ func TestRebuiltCopyOfASubmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "both delivered", func() bool { return len(e.entries(t, "bob@rcpt.example.net", event.Delivered)) == 1 })
+	// The sink has the bytes before the delivery is recorded: wait for
+	// both recipients' entries, not just the last one's.
+	waitFor(t, "both delivered", func() bool {
+		return len(e.entries(t, "ann@rcpt.example.net", event.Delivered)) == 1 &&
+			len(e.entries(t, "bob@rcpt.example.net", event.Delivered)) == 1
+	})
 	id := e.entries(t, "ann@rcpt.example.net", event.Delivered)[0].MessageID
 	for _, m := range msgs {
 		r := e.Do(apitest.Request{Method: "GET", Path: "/api/domains/shop.example.com/messages/" + id + "/raw?recipient=" + m.To[0], Auth: e.user.Auth()})

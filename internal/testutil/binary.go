@@ -2,12 +2,10 @@ package testutil
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"testing"
 )
 
 // BuildBinary builds the postline command at pkg (a path relative to the
@@ -48,15 +46,4 @@ func (b *Binary) Cleanup() {
 	if b.dir != "" {
 		os.RemoveAll(b.dir)
 	}
-}
-
-// FreeAddr is a loopback address nothing listens on (yet).
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
