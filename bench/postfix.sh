@@ -13,6 +13,7 @@
 # temporary directory, never /etc/postfix. Loopback only.
 #
 # Usage: bench/postfix.sh [N, default 2000] [rounds, default 3] [clients, default 8]
+#        POSTLINE_BUILDS="default openssl" bench/postfix.sh 2000 3 8   (both builds, same run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-2000}; rounds=${2:-3}; clients=${3:-8}
@@ -31,20 +32,36 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$work/postline" ./cmd/postline
 go build -o "$work/mailload" ./bench/mailload
 "$work/mailload" sink -addr 127.0.0.1:2626 -status 127.0.0.1:2627 &
 
-# Postline: a relay domain pointing at the sink, SMTP submission on 2587.
-export POSTLINE_DATA_DIR=$work/postline-data POSTLINE_ADDR=127.0.0.1:2580 POSTLINE_LOG_LEVEL=warn
-export POSTLINE_SUBMISSION_LISTEN=127.0.0.1:2587 POSTLINE_SUBMISSION_ALLOW_PLAIN_AUTH=true
-export POSTLINE_RATE_DOMAIN_PER_MINUTE=100000000
-"$work/postline" user create bench >/dev/null
-key=$("$work/postline" key create bench | grep -o 'pl_[A-Za-z0-9_-]*' | head -1)
-"$work/postline" domain add bench shop.example --smtp-host 127.0.0.1 --smtp-port 2626 --smtp-tls none >/dev/null
-"$work/postline" domain verify shop.example --force >/dev/null
-"$work/postline" serve 2>"$work/postline.log" &
-postline_pid=$!
+# Postline, once per build in POSTLINE_BUILDS: "default" (pure Go, CGO_ENABLED=0, as the
+# Dockerfile builds it) and "openssl" (-tags openssl: RSA signing through the system's libcrypto,
+# needs libssl-dev); each its own process, data directory and submission port (2587, 2588), a
+# relay domain pointing at the sink.
+pl_env() { # build, submission port: the environment of that Postline
+  echo "POSTLINE_DATA_DIR=$work/postline-$1-data POSTLINE_ADDR=127.0.0.1:$(($2 - 7)) POSTLINE_LOG_LEVEL=warn" \
+    "POSTLINE_SUBMISSION_LISTEN=127.0.0.1:$2 POSTLINE_SUBMISSION_ALLOW_PLAIN_AUTH=true POSTLINE_RATE_DOMAIN_PER_MINUTE=100000000"
+}
+builds=${POSTLINE_BUILDS:-default}
+declare -A postline_pid submit_port
+port=2587
+for b in $builds; do
+  case $b in
+    default) CGO_ENABLED=0 go build -o "$work/postline-$b" ./cmd/postline ;;
+    openssl) CGO_ENABLED=1 go build -tags openssl -o "$work/postline-$b" ./cmd/postline ;;
+    *) echo "bench/postfix.sh: unknown build $b (default, openssl)" >&2; exit 2 ;;
+  esac
+  pl="env $(pl_env "$b" "$port") $work/postline-$b"
+  $pl user create bench >/dev/null
+  $pl key create bench | grep -o 'pl_[A-Za-z0-9_-]*' | head -1 >"$work/key-$b"
+  $pl domain add bench shop.example --smtp-host 127.0.0.1 --smtp-port 2626 --smtp-tls none >/dev/null
+  $pl domain verify shop.example --force >/dev/null
+  $pl serve >"$work/postline-$b.out" 2>"$work/postline-$b.log" & # env execs postline: $! is its pid
+  postline_pid[$b]=$!
+  submit_port[$b]=$port
+  port=$((port + 1))
+done
 
 # Postfix and OpenDKIM as Debian ships them (Debian 12: Postfix 3.7, OpenDKIM 2.11), in a
 # private instance (config, spool and log under $pf, never /etc/postfix):
@@ -125,8 +142,8 @@ MAIL_CONFIG=$pf/conf /usr/lib/postfix/configure-instance.sh - >/dev/null
 opendkim -x "$pf/opendkim.conf"
 MAIL_CONFIG=$pf/conf postfix start >/dev/null
 
-for _ in $(seq 100); do
-  (echo >/dev/tcp/127.0.0.1/2587 && echo >/dev/tcp/127.0.0.1/2525) 2>/dev/null && break; sleep 0.1
+for p in 2525 "${submit_port[@]}"; do
+  for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.1; done
 done
 
 # CPU seconds (user + system, children included) of the given processes.
@@ -146,10 +163,10 @@ hz=$(getconf CLK_TCK)
 measure() { # label, mailload flags...
   local label=$1; shift
   local pids before after line
-  if [ "$label" = postline ]; then pids=$postline_pid; else pids=$(postfix_pids); fi
+  case $label in postline-*) pids=${postline_pid[${label#postline-}]} ;; *) pids=$(postfix_pids) ;; esac
   before=$(cpu $pids)
   line=$("$work/mailload" send -n "$n" -c "$clients" -from orders@shop.example -status 127.0.0.1:2627 -label "$label" "$@")
-  if [ "$label" = postline ]; then pids=$postline_pid; else pids=$(postfix_pids); fi
+  case $label in postline-*) pids=${postline_pid[${label#postline-}]} ;; *) pids=$(postfix_pids) ;; esac
   after=$(cpu $pids)
   # busy: the server side's CPU over the wall time of the run and the cores; near 100% the
   # machine is the limit, far below it the server waits (fsyncs, round trips, hand-offs).
@@ -158,11 +175,16 @@ measure() { # label, mailload flags...
     "$(echo "($after - $before) / $hz / $secs / $(nproc) * 100" | bc -l)" "$(nproc)"
 }
 # One small warm-up each (process start-up, first key load), not counted.
+postline_round() {
+  for b in $builds; do
+    measure "postline-$b" -addr "127.0.0.1:${submit_port[$b]}" -auth "bench:$(cat "$work/key-$b")"
+  done
+}
 n_saved=$n; n=50
-measure postline -addr 127.0.0.1:2587 -auth "bench:$key" >/dev/null
+postline_round >/dev/null
 measure postfix -addr 127.0.0.1:2525 >/dev/null
 n=$n_saved
 for _ in $(seq "$rounds"); do
-  measure postline -addr 127.0.0.1:2587 -auth "bench:$key"
+  postline_round
   measure postfix -addr 127.0.0.1:2525
 done
