@@ -87,12 +87,23 @@ sleep 5
 echo "held: RSS $(mem "$serve_pid" VmRSS) MiB, peak $(mem "$serve_pid" VmHWM) MiB"
 "$work/mailload" sink -addr 127.0.0.1:2636 -status 127.0.0.1:2637 &
 back=$(date +%s.%N)
-last=0; stalls=0
+# Arrivals are sampled every second: the series shows whether the retries come spread (a steady
+# rate) or as a wave (a burst, then nothing until the next retry time).
+series=(); limit=$((backlog / 50 + 600)) # seconds: far past any schedule, so a lost message ends the run
 while :; do
   got=$(curl -fsS http://127.0.0.1:2637/ 2>/dev/null | cut -d' ' -f1 || echo 0)
+  series+=("${got:-0}")
   [ "${got:-0}" -ge "$backlog" ] && break
+  [ "${#series[@]}" -ge "$limit" ] && { echo "only ${got:-0} of $backlog arrived in $limit s"; break; }
   sleep 1
 done
 drain=$(echo "$(date +%s.%N) - $back" | bc -l)
-printf 'drained %d messages %.1f s after the relay came back; peak RSS %s MiB\n' "$backlog" "$drain" "$(mem "$serve_pid" VmHWM)"
+printf 'drained %d messages %.1f s after the relay came back; peak RSS %s MiB\n' "${got:-0}" "$drain" "$(mem "$serve_pid" VmHWM)"
+printf 'arrivals per 10 s after the relay came back:'
+prev=0
+for ((i = 9; i < ${#series[@]} + 9; i += 10)); do
+  j=$((i < ${#series[@]} ? i : ${#series[@]} - 1))
+  printf ' %d' $((series[j] - prev)); prev=${series[j]}
+done
+echo
 stop_serve
