@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -21,6 +23,13 @@ func setupServe(*flag.FlagSet) runFunc {
 		// started it from another directory sees it at once.
 		log.Info("starting postline", "version", versionText(), "database", x.cfg.DatabaseLocation(), "data_dir", x.cfg.DataDir)
 		logOpenFiles(log, x.cfg)
+		if x.cfg.CPUProfile != "" {
+			stop, err := startCPUProfile(x.cfg.CPUProfile)
+			if err != nil {
+				return err
+			}
+			defer stop(log)
+		}
 		a, err := app.Open(ctx, x.cfg, log, app.Options{Command: "serve"})
 		if err != nil {
 			return err
@@ -45,6 +54,27 @@ func setupServe(*flag.FlagSet) runFunc {
 		}
 		return a.Serve(ctx, ln)
 	}
+}
+
+// startCPUProfile profiles the process into path until the returned stop
+// runs (serve's return, after SIGTERM's graceful stop).
+func startCPUProfile(path string) (stop func(*slog.Logger), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func(log *slog.Logger) {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			log.Error("writing the CPU profile", "file", path, "error", err)
+			return
+		}
+		log.Info("CPU profile written", "file", path)
+	}, nil
 }
 
 // consoleLines say where the console answers and how to sign in to it.

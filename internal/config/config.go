@@ -108,6 +108,10 @@ type Config struct {
 
 	LogFormat string // text | json
 	LogLevel  string // debug | info | warn | error
+	// CPUProfile, when set, is the file serve writes a CPU profile of its
+	// whole run to (go tool pprof), for an operator or a benchmark that
+	// asks where the time goes.
+	CPUProfile string
 
 	LogRetention time.Duration // delivery log entries older than this are pruned; 0 keeps them
 

@@ -115,6 +115,7 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Loader {
 	fs.StringVar(&cfg.SPFRecord, "spf-record", cfg.SPFRecord, "SPF TXT value domains are asked to publish")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "text or json")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&cfg.CPUProfile, "cpu-profile", "", "serve writes a CPU profile of its run to this `file` when it stops (go tool pprof; off when empty)")
 	fs.Func("log-retention", "how long delivery log entries are kept, e.g. 30d or 720h; 0 keeps them forever (default 30d)", func(s string) error {
 		d, err := parseDays(s)
 		if err == nil {
