@@ -14,6 +14,8 @@
 #
 # Usage: bench/postfix.sh [N, default 2000] [rounds, default 3] [clients, default 8]
 #        POSTLINE_BUILDS="default openssl" bench/postfix.sh 2000 3 8   (both builds, same run)
+#        POSTLINE_PROFILE_DIR=DIR: each Postline writes DIR/postline-BUILD.pprof (serve --cpu-profile)
+#        over the whole run; read it with go tool pprof -top DIR/postline-BUILD.pprof
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-2000}; rounds=${2:-3}; clients=${3:-8}
@@ -57,7 +59,8 @@ for b in $builds; do
   $pl key create bench | grep -o 'pl_[A-Za-z0-9_-]*' | head -1 >"$work/key-$b"
   $pl domain add bench shop.example --smtp-host 127.0.0.1 --smtp-port 2626 --smtp-tls none >/dev/null
   $pl domain verify shop.example --force >/dev/null
-  $pl serve >"$work/postline-$b.out" 2>"$work/postline-$b.log" & # env execs postline: $! is its pid
+  profile=(); [ -n "${POSTLINE_PROFILE_DIR:-}" ] && profile=(--cpu-profile "$POSTLINE_PROFILE_DIR/postline-$b.pprof")
+  $pl serve "${profile[@]}" >"$work/postline-$b.out" 2>"$work/postline-$b.log" & # env execs postline: $! is its pid
   postline_pid[$b]=$!
   submit_port[$b]=$port
   port=$((port + 1))
