@@ -30,7 +30,7 @@ func (s Audit) ListAudit(ctx context.Context, f audit.Filter) ([]audit.Entry, er
 		before = 1<<63 - 1
 	}
 	rows, err := s.db.rd.QueryContext(ctx, `SELECT id, account_id, at, actor, action, target, client FROM audit_log
-		WHERE account_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`, f.AccountID, before, f.Limit)
+		WHERE account_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3 + 0`, f.AccountID, before, f.Limit)
 	if err != nil {
 		return nil, notFound(err, "audit entries")
 	}
@@ -51,7 +51,7 @@ func (s Audit) ListAudit(ctx context.Context, f audit.Filter) ([]audit.Entry, er
 // PruneAudit implements audit.Store.
 func (s Audit) PruneAudit(ctx context.Context, before time.Time, batch int) (int64, error) {
 	res, err := s.db.w.ExecContext(ctx, `DELETE FROM audit_log WHERE id IN
-		(SELECT id FROM audit_log WHERE at < $1 ORDER BY at LIMIT $2)`, ms(before), batch)
+		(SELECT id FROM audit_log WHERE at < $1 ORDER BY at LIMIT $2 + 0)`, ms(before), batch)
 	if err != nil {
 		return 0, notFound(err, "audit entries")
 	}

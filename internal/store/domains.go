@@ -253,7 +253,7 @@ func (s Domains) SaveDNSCheck(ctx context.Context, id int64, c *domain.DNSCheck)
 // DueForCheck implements domain.Store (the domains_dns_due index).
 func (s Domains) DueForCheck(ctx context.Context, before time.Time, limit int) ([]domain.Domain, error) {
 	return s.list(ctx, `SELECT `+domainCols+` FROM domains WHERE verified_at IS NOT NULL
-		AND COALESCE(dns_checked_at, verified_at) < $1 ORDER BY COALESCE(dns_checked_at, verified_at) LIMIT $2`, ms(before), limit)
+		AND COALESCE(dns_checked_at, verified_at) < $1 ORDER BY COALESCE(dns_checked_at, verified_at) LIMIT $2 + 0`, ms(before), limit)
 }
 
 // b2i stores a flag as 0 or 1: the column is INTEGER on both dialects.

@@ -28,7 +28,7 @@ func (e Events) Count(ctx context.Context, f event.Filter, max int) (int, bool, 
 	args = append(args, max+1)
 	var n int
 	err := e.reader().QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM events WHERE `+where+
-		` LIMIT $`+strconv.Itoa(len(args))+`) capped`, args...).Scan(&n)
+		` LIMIT $`+strconv.Itoa(len(args))+` + 0) capped`, args...).Scan(&n)
 	if err != nil {
 		return 0, false, notFound(err, "events")
 	}
@@ -182,7 +182,7 @@ func (e Events) Prune(ctx context.Context, before time.Time, batch int) (int64, 
 
 func (e Events) pruneBatch(ctx context.Context, domainID, cut int64, batch int) (int, error) {
 	rows, err := e.q.QueryContext(ctx, `DELETE FROM events WHERE domain_id = $1 AND id IN
-		(SELECT id FROM events WHERE domain_id = $1 AND created_at < $2 ORDER BY created_at LIMIT $3)
+		(SELECT id FROM events WHERE domain_id = $1 AND created_at < $2 ORDER BY created_at LIMIT $3 + 0)
 		RETURNING created_at, event_type`, domainID, cut, batch)
 	if err != nil {
 		return 0, notFound(err, "events")

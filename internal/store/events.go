@@ -395,7 +395,7 @@ func (e Events) List(ctx context.Context, f event.Filter) ([]event.Entry, error)
 		q += ` ORDER BY created_at DESC, id DESC`
 	}
 	args = append(args, f.Limit)
-	q += ` LIMIT $` + strconv.Itoa(len(args))
+	q += ` LIMIT $` + strconv.Itoa(len(args)) + ` + 0`
 	if f.Offset > 0 {
 		args = append(args, f.Offset)
 		q += ` OFFSET $` + strconv.Itoa(len(args))

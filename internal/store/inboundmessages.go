@@ -126,7 +126,7 @@ func (s InboundMessages) ListMessages(ctx context.Context, f receiving.Filter) (
 	}
 	n := len(args)
 	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+inboundMessageCols+` FROM inbound_messages WHERE `+where+
-		` ORDER BY received_at DESC, id DESC LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2), append(args, f.Limit, f.Offset)...)
+		` ORDER BY received_at DESC, id DESC LIMIT $`+strconv.Itoa(n+1)+` + 0 OFFSET $`+strconv.Itoa(n+2), append(args, f.Limit, f.Offset)...)
 	if err != nil {
 		return nil, 0, notFound(err, "messages")
 	}
@@ -156,7 +156,7 @@ func (s InboundMessages) PruneMessages(ctx context.Context, before time.Time, ba
 	var total int64
 	for {
 		res, err := s.db.w.ExecContext(ctx, `DELETE FROM inbound_messages WHERE id IN
-			(SELECT id FROM inbound_messages WHERE received_at < $1 LIMIT $2)`, ms(before), batch)
+			(SELECT id FROM inbound_messages WHERE received_at < $1 LIMIT $2 + 0)`, ms(before), batch)
 		if err != nil {
 			return total, notFound(err, "messages")
 		}

@@ -72,7 +72,7 @@ func nonNil(b []byte) []byte {
 func (s InboundPosts) DuePosts(ctx context.Context, now time.Time, limit int) ([]inboundpost.Post, error) {
 	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+inboundPostCols+` FROM inbound_posts
 		WHERE state = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
-		ORDER BY next_attempt_at, id LIMIT $2`, ms(now), limit)
+		ORDER BY next_attempt_at, id LIMIT $2 + 0`, ms(now), limit)
 	if err != nil {
 		return nil, notFound(err, "posts")
 	}
@@ -141,7 +141,7 @@ func (s InboundPosts) PrunePosts(ctx context.Context, before time.Time, batch in
 	var total int64
 	for {
 		res, err := s.db.w.ExecContext(ctx, `DELETE FROM inbound_posts WHERE id IN
-			(SELECT id FROM inbound_posts WHERE created_at < $1 LIMIT $2)`, ms(before), batch)
+			(SELECT id FROM inbound_posts WHERE created_at < $1 LIMIT $2 + 0)`, ms(before), batch)
 		if err != nil {
 			return total, notFound(err, "posts")
 		}

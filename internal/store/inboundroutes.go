@@ -85,7 +85,7 @@ func (s InboundRoutes) ListRoutes(ctx context.Context, accountID int64, offset, 
 		return nil, 0, notFound(err, "routes")
 	}
 	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+inboundRouteCols+` FROM inbound_routes WHERE account_id = $1
-		ORDER BY priority, created_at, id LIMIT $2 OFFSET $3`, accountID, limit, offset)
+		ORDER BY priority, created_at, id LIMIT $2 + 0 OFFSET $3`, accountID, limit, offset)
 	if err != nil {
 		return nil, 0, notFound(err, "routes")
 	}

@@ -132,7 +132,7 @@ func (s Queue) FailSelected(ctx context.Context, sel sending.Selection, message 
 	out, err := NewSending(s.db).transition(ctx, s.db.InTx, func(q Querier) (*sql.Rows, error) {
 		return q.QueryContext(ctx, `UPDATE deliveries SET state = 'failed', last_message = $1, updated_at = $2, held_site = NULL
 			WHERE state IN ('pending', 'deferred') AND id IN (SELECT d.id FROM deliveries d
-				WHERE d.state IN ('pending', 'deferred') AND `+cond+` ORDER BY d.id LIMIT $3) RETURNING id`, args...)
+				WHERE d.state IN ('pending', 'deferred') AND `+cond+` ORDER BY d.id LIMIT $3 + 0) RETURNING id`, args...)
 	}, entries)
 	return out, notFound(err, "queue")
 }

@@ -64,7 +64,7 @@ const claimDue = `UPDATE deliveries SET state = 'sending', lease_owner = $1, lea
 			attempts = attempts + 1, updated_at = $3, held_site = NULL
 			WHERE id IN (SELECT id FROM deliveries WHERE state IN ('pending', 'deferred') AND next_attempt_at <= $3
 				AND domain_id NOT IN (` + heldDomains + `)
-				ORDER BY next_attempt_at LIMIT $4) RETURNING id`
+				ORDER BY next_attempt_at LIMIT $4 + 0) RETURNING id`
 
 // Claim implements sending.Store. On PostgreSQL, FOR UPDATE SKIP LOCKED
 // lets concurrent claimers in several processes take disjoint rows without
@@ -74,7 +74,7 @@ func (s Sending) Claim(ctx context.Context, owner string, now, leaseUntil time.T
 	entries func([]sending.Delivery) []event.Entry) ([]sending.Delivery, error) {
 	query := claimDue
 	if s.db.Dialect == Postgres {
-		query = strings.Replace(claimDue, "LIMIT $4)", "LIMIT $4 FOR UPDATE SKIP LOCKED)", 1)
+		query = strings.Replace(claimDue, "LIMIT $4 + 0)", "LIMIT $4 + 0 FOR UPDATE SKIP LOCKED)", 1)
 	}
 	s.stmts.warm(ctx)
 	return s.transition(ctx, s.db.InTxUnsynced, func(q Querier) (*sql.Rows, error) {
@@ -298,7 +298,7 @@ func (s Sending) PruneIdempotencyKeys(ctx context.Context, before time.Time, bat
 	var total int64
 	for {
 		res, err := s.db.w.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE (account_id, key) IN
-			(SELECT account_id, key FROM idempotency_keys WHERE created_at < $1 LIMIT $2)`, ms(before), batch)
+			(SELECT account_id, key FROM idempotency_keys WHERE created_at < $1 LIMIT $2 + 0)`, ms(before), batch)
 		if err != nil {
 			return total, notFound(err, "idempotency keys")
 		}

@@ -37,7 +37,7 @@ func pruneSendBatch(ctx context.Context, q Querier, cut, now int64, batch int, k
 	rows, err := q.QueryContext(ctx, `SELECT s.id, s.html_body FROM sends s WHERE s.pruned_at IS NULL AND s.created_at < $1
 		AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.send_id = s.id
 			AND (d.state NOT IN ('delivered', 'failed', 'bounced', 'cancelled') OR d.updated_at >= $1))
-		ORDER BY s.created_at LIMIT $2`, cut, batch)
+		ORDER BY s.created_at LIMIT $2 + 0`, cut, batch)
 	if err != nil {
 		return 0, notFound(err, "sends")
 	}

@@ -99,7 +99,7 @@ func (s Stats) ListTags(ctx context.Context, domainID int64, p stats.TagPage) ([
 	}
 	args = append(args, p.Limit)
 	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+tagCols+` FROM tags WHERE `+where+` ORDER BY `+order+
-		` LIMIT $`+strconv.Itoa(len(args)), args...)
+		` LIMIT $`+strconv.Itoa(len(args))+` + 0`, args...)
 	if err != nil {
 		return nil, notFound(err, "tags")
 	}
@@ -418,7 +418,7 @@ func (e Events) pruneStats(ctx context.Context, cut int64, batch int) error {
 			return err
 		}
 		res, err := e.db.w.ExecContext(ctx, `DELETE FROM stat_counts WHERE (domain_id, tag, hour, stat, stripe) IN
-			(SELECT domain_id, tag, hour, stat, stripe FROM stat_counts WHERE hour < $1 LIMIT $2)`, hourOf(cut), batch)
+			(SELECT domain_id, tag, hour, stat, stripe FROM stat_counts WHERE hour < $1 LIMIT $2 + 0)`, hourOf(cut), batch)
 		if err != nil {
 			return notFound(err, "stat counts")
 		}
@@ -443,7 +443,7 @@ func (e Events) pruneTags(ctx context.Context, cut int64, batch int) (int, error
 	err := e.db.InTx(ctx, func(q Querier) error {
 		gone = gone[:0]
 		rows, err := q.QueryContext(ctx, `DELETE FROM tags WHERE (domain_id, tag) IN
-			(SELECT domain_id, tag FROM tags WHERE last_seen < $1 LIMIT $2) RETURNING domain_id, tag`, cut, batch)
+			(SELECT domain_id, tag FROM tags WHERE last_seen < $1 LIMIT $2 + 0) RETURNING domain_id, tag`, cut, batch)
 		if err != nil {
 			return err
 		}

@@ -61,7 +61,7 @@ type SuppressionKey struct {
 // key index is built and followed from.
 func (s Suppressions) SuppressionKeys(ctx context.Context, afterID int64, limit int) ([]SuppressionKey, error) {
 	rows, err := s.db.rd.QueryContext(ctx, `SELECT id, domain_id, recipient FROM suppressions
-		WHERE id > $1 ORDER BY id LIMIT $2`, afterID, limit)
+		WHERE id > $1 ORDER BY id LIMIT $2 + 0`, afterID, limit)
 	if err != nil {
 		return nil, notFound(err, "suppressions")
 	}

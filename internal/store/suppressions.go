@@ -98,7 +98,7 @@ func (s Suppressions) List(ctx context.Context, p suppression.ListParams) ([]sup
 	}
 	n := len(args)
 	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+suppressionCols+` FROM `+from+` WHERE `+where+
-		` ORDER BY created_at DESC, id DESC LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2),
+		` ORDER BY created_at DESC, id DESC LIMIT $`+strconv.Itoa(n+1)+` + 0 OFFSET $`+strconv.Itoa(n+2),
 		append(args, p.Limit, p.Offset)...)
 	if err != nil {
 		return nil, 0, notFound(err, "suppressions")
@@ -208,7 +208,7 @@ type BounceRow struct {
 func (s Suppressions) Bounces(ctx context.Context, afterID int64, limit int) ([]BounceRow, error) {
 	rows, err := s.db.rd.QueryContext(ctx, `SELECT s.id, d.account_id, s.recipient FROM suppressions s
 		JOIN domains d ON d.id = s.domain_id
-		WHERE s.type = 'bounce' AND s.recipient_type = 'email' AND s.id > $1 ORDER BY s.id LIMIT $2`, afterID, limit)
+		WHERE s.type = 'bounce' AND s.recipient_type = 'email' AND s.id > $1 ORDER BY s.id LIMIT $2 + 0`, afterID, limit)
 	if err != nil {
 		return nil, notFound(err, "suppressions")
 	}

@@ -53,7 +53,7 @@ func (s Suspensions) Suspensions(ctx context.Context, now time.Time) ([]suspend.
 // SuspensionHistory implements suspend.Store.
 func (s Suspensions) SuspensionHistory(ctx context.Context, since time.Time, limit int) ([]suspend.Suspension, error) {
 	return s.list(ctx, `x.created_at >= $1 OR COALESCE(x.ended_at, x.until) IS NULL OR COALESCE(x.ended_at, x.until) >= $1
-		ORDER BY x.created_at DESC, x.id DESC LIMIT $2`, ms(since), limit)
+		ORDER BY x.created_at DESC, x.id DESC LIMIT $2 + 0`, ms(since), limit)
 }
 
 // list reads the suspensions where cond holds (its arguments from $1),

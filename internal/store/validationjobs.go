@@ -77,7 +77,7 @@ func (s ValidationJobs) DropJobName(ctx context.Context, accountID int64, name s
 // Jobs implements validation.JobStore.
 func (s ValidationJobs) Jobs(ctx context.Context, accountID int64, limit int) ([]validation.Job, error) {
 	rows, err := s.db.rd.QueryContext(ctx, `SELECT `+jobCols+` FROM validation_jobs
-		WHERE account_id = $1 AND status <> 'loading' ORDER BY id DESC LIMIT $2`, accountID, limit)
+		WHERE account_id = $1 AND status <> 'loading' ORDER BY id DESC LIMIT $2 + 0`, accountID, limit)
 	if err != nil {
 		return nil, notFound(err, "validation jobs")
 	}
@@ -185,7 +185,7 @@ func (s ValidationJobs) ClaimJob(ctx context.Context, owner string, now, until t
 // Pending implements validation.JobStore.
 func (s ValidationJobs) Pending(ctx context.Context, jobID int64, limit int) ([]validation.JobItem, error) {
 	rows, err := s.db.rd.QueryContext(ctx, `SELECT idx, email FROM validation_job_items WHERE job_id = $1 AND result IS NULL
-		ORDER BY idx LIMIT $2`, jobID, limit)
+		ORDER BY idx LIMIT $2 + 0`, jobID, limit)
 	if err != nil {
 		return nil, notFound(err, "validation job items")
 	}

@@ -126,7 +126,7 @@ func (s Webhooks) Due(ctx context.Context, now time.Time, after webhook.Position
 	return s.collect(s.db.rd.QueryContext(ctx, `SELECT `+webhookCols+` FROM webhooks
 		WHERE next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
 		AND (next_attempt_at > $2 OR (next_attempt_at = $2 AND id > $3))
-		ORDER BY next_attempt_at, id LIMIT $4`,
+		ORDER BY next_attempt_at, id LIMIT $4 + 0`,
 		ms(now), ms(after.NextAttemptAt), after.ID, limit))
 }
 
@@ -183,7 +183,7 @@ func (s Webhooks) RecordPost(ctx context.Context, p webhook.Post) error {
 // Posts implements webhook.Store.
 func (s Webhooks) Posts(ctx context.Context, webhookID int64, limit int) ([]webhook.Post, error) {
 	rows, err := s.db.rd.QueryContext(ctx, `SELECT created_at, status, error, entries, duration_ms FROM webhook_posts
-		WHERE webhook_id = $1 ORDER BY id DESC LIMIT $2`, webhookID, limit)
+		WHERE webhook_id = $1 ORDER BY id DESC LIMIT $2 + 0`, webhookID, limit)
 	if err != nil {
 		return nil, notFound(err, "webhook posts")
 	}
