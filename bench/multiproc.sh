@@ -23,29 +23,51 @@
 # Usage: N=20000 bench/multiproc.sh [P ...]
 # POSTLINE_TEST_DATABASE_URL names a database to connect to for creating, dropping and watching
 # the benchmark's own databases (named ${DB_PREFIX:-multiproc}_<pid>_p<P>, dropped on exit).
+# PRIVATE_PG=1 instead starts a PostgreSQL cluster of its own (as bench/pg-statements.sh: a
+# temporary directory, port 55433, loopback only, pg_stat_statements loaded), which no other
+# work on the machine shares (NOTIFY's commit lock is one per cluster), and prints each run's
+# statements by calls per message.
 # Ports from BASE_PORT (default 3700): sink, its status, then HTTP and submission per process.
 # Loopback only. Needs psql, curl and bc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-: "${POSTLINE_TEST_DATABASE_URL:?set it to a PostgreSQL URL this script may create databases from}"
 counts=${*:-1 2 4}
 n=${N:-20000}
 clients=${CLIENTS:-8}
 base=${BASE_PORT:-3700}
-admin=$POSTLINE_TEST_DATABASE_URL
+private=${PRIVATE_PG:-}
+[ -n "$private" ] || : "${POSTLINE_TEST_DATABASE_URL:?set it to a PostgreSQL URL this script may create databases from}"
 
 work=$(mktemp -d)
+chmod 755 "$work"
 dbs=()
 pids=()
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+as_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
 cleanup() {
   kill $(jobs -p) 2>/dev/null || true
   wait 2>/dev/null || true
-  for db in "${dbs[@]}"; do
-    psql -q "$admin" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" 2>/dev/null || true
-  done
+  if [ -n "$private" ]; then
+    as_pg "$pgbin/pg_ctl -D $work/pg -m fast stop" >/dev/null 2>&1 || true
+  else
+    for db in "${dbs[@]}"; do
+      psql -q "$admin" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" 2>/dev/null || true
+    done
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
+if [ -n "$private" ]; then
+  mkdir "$work/pg"
+  [ "$(id -u)" = 0 ] && chown postgres "$work" "$work/pg"
+  as_pg "$pgbin/initdb -D $work/pg -A trust -U postgres" >/dev/null
+  as_pg "$pgbin/pg_ctl -D $work/pg -l $work/pg.log -w start -o \"-p 55433 -k $work -c listen_addresses=127.0.0.1 \
+    -c max_connections=200 -c shared_preload_libraries=pg_stat_statements\"" >/dev/null
+  admin="postgres://postgres@127.0.0.1:55433/postgres?sslmode=disable"
+  psql -q "$admin" -c 'CREATE EXTENSION pg_stat_statements'
+else
+  admin=$POSTLINE_TEST_DATABASE_URL
+fi
 go build -o "$work/postline" ./cmd/postline
 go build -o "$work/mailload" ./bench/mailload
 hz=$(getconf CLK_TCK)
@@ -119,6 +141,7 @@ for p in $counts; do
   for ((i = 0; i < p; i++)); do wait_port $((base + 30 + i)); wait_port $((base + 10 + i)); done
   sleep 2 # the startup's own transactions (migration checks, first polls) settle and are flushed
 
+  [ -n "$private" ] && psql -qAt "$admin" -c 'SELECT pg_stat_statements_reset()' >/dev/null
   sample "$db" "$work/stop-$p" >"$work/samples-$p" &
   sampler=$!
   cpu0=$(cpu_all) x0=$(xacts "$db")
@@ -147,6 +170,13 @@ for p in $counts; do
   echo "P=$p: most common waits of non-idle backends over $samples samples (count, type, event, statement):"
   awk -F'\t' '$1 == "W" {c[$2 "\t" $3 "\t" $4]++} END {for (k in c) print c[k] "\t" k}' "$work/samples-$p" |
     sort -rn | head -8 | sed 's/^/    /'
+  if [ -n "$private" ]; then
+    echo "P=$p: statements by calls per message (calls, ms, statement):"
+    psql -qAt -F $'\t' "$admin" -c "SELECT round(calls::numeric / $n, 2), round((total_exec_time / $n)::numeric, 3),
+      left(regexp_replace(query, '\\s+', ' ', 'g'), 90) FROM pg_stat_statements
+      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$db') AND calls >= $n / 50
+      ORDER BY calls DESC LIMIT 14" | sed 's/^/    /'
+  fi
 
   for pid in "${pids[@]}"; do kill "$pid"; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
