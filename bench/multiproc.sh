@@ -18,7 +18,7 @@
 #                waiting on a heavyweight lock (wait_event_type Lock), the most at once
 #   dups         arrivals whose Message-ID the sink had seen before (a message sent twice)
 # Then, per P, the most common waits of non-idle backends (Lock, LWLock, IO: where commits and
-# claims wait) with the statement's first words.
+# claims wait) with the statement's first words, and every heavyweight-lock wait seen.
 #
 # Usage: N=20000 bench/multiproc.sh [P ...]
 # POSTLINE_TEST_DATABASE_URL names a database to connect to for creating, dropping and watching
@@ -170,6 +170,9 @@ for p in $counts; do
   echo "P=$p: most common waits of non-idle backends over $samples samples (count, type, event, statement):"
   awk -F'\t' '$1 == "W" {c[$2 "\t" $3 "\t" $4]++} END {for (k in c) print c[k] "\t" k}' "$work/samples-$p" |
     sort -rn | head -8 | sed 's/^/    /'
+  echo "P=$p: every heavyweight-lock wait (count, lock, statement):"
+  awk -F'\t' '$1 == "W" && $2 == "Lock" {c[$3 "\t" $4]++} END {for (k in c) print c[k] "\t" k}' "$work/samples-$p" |
+    sort -rn | sed 's/^/    /'
   if [ -n "$private" ]; then
     echo "P=$p: statements by calls per message (calls, ms, statement):"
     psql -qAt -F $'\t' "$admin" -c "SELECT round(calls::numeric / $n, 2), round((total_exec_time / $n)::numeric, 3),
