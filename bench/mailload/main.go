@@ -1,11 +1,13 @@
 // Command mailload measures mail throughput end to end, out of process, for
-// BENCHMARKS.md: an SMTP sink that counts what arrives (and how much of it
-// carries a DKIM signature), and an SMTP client load that submits N
-// messages on C connections and waits until the sink has them all.
-// Everything listens on and talks to loopback only.
+// BENCHMARKS.md: an SMTP sink that counts what arrives (how much of it
+// carries a DKIM signature, and how many arrivals repeat a Message-ID
+// already seen: a message sent twice), and an SMTP client load that
+// submits N messages on C connections, spread over one or more servers,
+// and waits until the sink has them all. Everything listens on and talks
+// to loopback only.
 //
 //	mailload sink -addr 127.0.0.1:2626 -status 127.0.0.1:2627
-//	mailload send -addr 127.0.0.1:2587 -auth bench:KEY -n 2000 -c 8 \
+//	mailload send -addr 127.0.0.1:2587,127.0.0.1:2588 -auth bench:KEY -n 2000 -c 8 \
 //	    -from orders@shop.example -status 127.0.0.1:2627
 package main
 
@@ -64,10 +66,35 @@ func loopback(addr string) error {
 type counts struct {
 	messages atomic.Int64
 	signed   atomic.Int64 // with a DKIM-Signature header
+
+	mu         sync.Mutex
+	ids        map[string]struct{} // Message-IDs seen
+	duplicates int64               // arrivals whose Message-ID was seen before
+}
+
+// seen records a Message-ID ("" when the message had none, never a
+// duplicate).
+func (c *counts) seen(id string) {
+	if id == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.ids[id]; ok {
+		c.duplicates++
+		return
+	}
+	c.ids[id] = struct{}{}
+}
+
+func (c *counts) dups() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.duplicates
 }
 
 // sink accepts every message and counts it; GET /status on the status
-// address answers "messages signed".
+// address answers "messages signed duplicates".
 func sink(args []string) error {
 	fs := flag.NewFlagSet("sink", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:2626", "SMTP listen address (loopback)")
@@ -79,7 +106,7 @@ func sink(args []string) error {
 	if err := loopback(*status); err != nil {
 		return err
 	}
-	var c counts
+	c := counts{ids: map[string]struct{}{}}
 	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{c: &c}, nil }))
 	srv.Addr = *addr
 	srv.Domain = "sink.localhost"
@@ -88,7 +115,10 @@ func sink(args []string) error {
 	srv.ReadTimeout, srv.WriteTimeout = time.Minute, time.Minute
 	go func() {
 		http.ListenAndServe(*status, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			fmt.Fprintf(w, "%d %d\n", c.messages.Load(), c.signed.Load())
+			// duplicates first: a message counted in messages after it was
+			// read is then never taken for a unique one.
+			d := c.dups()
+			fmt.Fprintf(w, "%d %d %d\n", c.messages.Load(), c.signed.Load(), d)
 		}))
 	}()
 	return srv.ListenAndServe()
@@ -102,13 +132,22 @@ func (s *session) Reset()                               {}
 func (s *session) Logout() error                        { return nil }
 
 func (s *session) Data(r io.Reader) error {
-	signed := false
+	signed, id, inID := false, "", false
 	br := bufio.NewReader(r)
 	for { // the header section, then the body is drained
 		line, err := br.ReadString('\n')
-		if strings.HasPrefix(strings.ToLower(line), "dkim-signature:") {
+		lower := strings.ToLower(line)
+		switch {
+		case strings.HasPrefix(lower, "dkim-signature:"):
 			signed = true
+		case strings.HasPrefix(lower, "message-id:"):
+			id, inID = strings.TrimSpace(line[len("message-id:"):]), true
+			continue
+		case inID && (strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t")): // folded
+			id += strings.TrimSpace(line)
+			continue
 		}
+		inID = false
 		if err != nil || strings.TrimRight(line, "\r\n") == "" {
 			break
 		}
@@ -116,6 +155,7 @@ func (s *session) Data(r io.Reader) error {
 	if _, err := io.Copy(io.Discard, br); err != nil {
 		return err
 	}
+	s.c.seen(id)
 	s.c.messages.Add(1)
 	if signed {
 		s.c.signed.Add(1)
@@ -124,11 +164,12 @@ func (s *session) Data(r io.Reader) error {
 }
 
 // send submits n messages on c connections (AUTH PLAIN when -auth is
-// given), then waits until the sink counted them all, and prints both
-// times and the end-to-end rate.
+// given; connection i to the i-th address of -addr, round robin), then
+// waits until the sink counted them all once, and prints both times, the
+// end-to-end rate and the duplicates the sink saw meanwhile.
 func send(args []string) error {
 	fs := flag.NewFlagSet("send", flag.ExitOnError)
-	addr := fs.String("addr", "127.0.0.1:2587", "SMTP server to submit to (loopback)")
+	addrList := fs.String("addr", "127.0.0.1:2587", "SMTP servers to submit to (loopback), comma-separated")
 	auth := fs.String("auth", "", "USER:PASSWORD for AUTH PLAIN (none when empty)")
 	n := fs.Int("n", 2000, "messages")
 	conns := fs.Int("c", 8, "connections")
@@ -138,13 +179,16 @@ func send(args []string) error {
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up waiting for the sink after this long")
 	noWait := fs.Bool("nowait", false, "print the submission time and return without waiting for the sink (a backlog)")
 	fs.Parse(args)
-	if err := loopback(*addr); err != nil {
-		return err
+	addrs := strings.Split(*addrList, ",")
+	for _, a := range addrs {
+		if err := loopback(a); err != nil {
+			return err
+		}
 	}
-	var before, signedBefore int64
+	var before sinkStatus
 	if !*noWait {
 		var err error
-		if before, signedBefore, err = sinkCount(*status); err != nil {
+		if before, err = sinkCount(*status); err != nil {
 			return err
 		}
 	}
@@ -152,9 +196,9 @@ func send(args []string) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, *conns)
-	for range *conns {
+	for i := range *conns {
 		wg.Go(func() {
-			if err := submit(*addr, *auth, *from, int64(*n), &next); err != nil {
+			if err := submit(addrs[i%len(addrs)], *auth, *from, int64(*n), &next); err != nil {
 				errs <- err
 			}
 		})
@@ -171,40 +215,49 @@ func send(args []string) error {
 	}
 	deadline := time.Now().Add(*timeout)
 	for {
-		got, signed, err := sinkCount(*status)
+		now, err := sinkCount(*status)
 		if err != nil {
 			return err
 		}
-		if got-before >= int64(*n) {
+		got, dups := now.messages-before.messages, now.duplicates-before.duplicates
+		if got-dups >= int64(*n) {
 			total := time.Since(start)
-			fmt.Printf("%s\t%d msgs\tsubmitted %.2fs\tdelivered %.2fs\t%.0f msgs/s\tsigned %d\n", *label, *n,
-				submitted.Seconds(), total.Seconds(), float64(*n)/total.Seconds(), signed-signedBefore)
+			fmt.Printf("%s\t%d msgs\tsubmitted %.2fs\tdelivered %.2fs\t%.0f msgs/s\tsigned %d\tduplicates %d\n", *label, *n,
+				submitted.Seconds(), total.Seconds(), float64(*n)/total.Seconds(), now.signed-before.signed, dups)
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the sink has %d of %d messages after %s", got-before, *n, *timeout)
+			return fmt.Errorf("the sink has %d of %d messages (%d duplicates) after %s", got-dups, *n, dups, *timeout)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-func sinkCount(status string) (messages, signed int64, err error) {
+// sinkStatus is the sink's counters: arrivals, signed arrivals, and
+// arrivals that repeated a Message-ID.
+type sinkStatus struct{ messages, signed, duplicates int64 }
+
+func sinkCount(status string) (sinkStatus, error) {
 	resp, err := http.Get("http://" + status + "/")
 	if err != nil {
-		return 0, 0, err
+		return sinkStatus{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, 0, err
+		return sinkStatus{}, err
 	}
 	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return 0, 0, errors.New("sink status: " + string(b))
+	if len(f) != 3 {
+		return sinkStatus{}, errors.New("sink status: " + string(b))
 	}
-	messages, _ = strconv.ParseInt(f[0], 10, 64)
-	signed, _ = strconv.ParseInt(f[1], 10, 64)
-	return messages, signed, nil
+	var v [3]int64
+	for i := range v {
+		if v[i], err = strconv.ParseInt(f[i], 10, 64); err != nil {
+			return sinkStatus{}, fmt.Errorf("sink status %q: %w", b, err)
+		}
+	}
+	return sinkStatus{v[0], v[1], v[2]}, nil
 }
 
 // submit sends messages on one connection until n were taken by all.

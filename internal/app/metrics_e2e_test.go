@@ -31,7 +31,8 @@ func TestDeliveryMetrics(t *testing.T) {
 	for _, series := range []string{`postline_queue_messages{state="queued"} 0`, `postline_queue_messages{state="deferred"} 0`,
 		`postline_queue_messages{state="in_flight"} 0`, `postline_deliveries_total{outcome="bounced",tls="none",transport="direct"} 0`,
 		`postline_webhook_posts_total{outcome="failed"} 0`, `postline_validation_cache_total{result="hit"} 0`,
-		`postline_inbound_posts_total{outcome="posted"} 0`, `postline_inbound_posts_total{outcome="failed"} 0`} {
+		`postline_inbound_posts_total{outcome="posted"} 0`, `postline_inbound_posts_total{outcome="failed"} 0`,
+		`postline_delivery_claims_total{result="failed"} 0`} {
 		if !strings.Contains(before, series) {
 			t.Errorf("at startup the metrics lack %s", series)
 		}
@@ -60,6 +61,7 @@ func TestDeliveryMetrics(t *testing.T) {
 		`postline_deliveries_total{outcome="bounced",tls="none",transport="direct"}`:   1,
 		`postline_delivery_attempt_seconds_count{transport="direct"}`:                  2,
 		`postline_dkim_sign_seconds_count`:                                             2,
+		`postline_delivery_claims_total{result="claimed"}`:                             1,
 		`postline_webhook_posts_total{outcome="ok"}`:                                   1,
 		`postline_webhook_lag_seconds_count`:                                           1,
 		`postline_validations_total{reason="",result="valid"}`:                         1,

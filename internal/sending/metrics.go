@@ -15,10 +15,14 @@ type Metrics struct {
 	deliveries *prometheus.CounterVec
 	attempt    *prometheus.HistogramVec
 	sign       prometheus.Histogram
+	claims     *prometheus.CounterVec
 }
 
 // Outcomes counted by postline_deliveries_total.
 var outcomeStates = []string{StateDelivered, StateDeferred, StateBounced, StateFailed}
+
+// Claim results counted by postline_delivery_claims_total.
+var claimResults = []string{"claimed", "empty", "failed"}
 
 // Transports: how a delivery left ("none" when it failed before sending).
 var transports = []string{"direct", "smtp", "none"}
@@ -37,6 +41,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}}, []string{"transport"}),
 		sign: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "postline_dkim_sign_seconds",
 			Help: "Time to DKIM-sign one message.", Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1}}),
+		// Each claim is a transaction on the shared queue: with several
+		// processes on one database, claims per delivered message (and the
+		// share that came back empty) is what their contention costs.
+		claims: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "postline_delivery_claims_total",
+			Help: "Claim transactions on the delivery queue by result (claimed: took at least one due delivery; " +
+				"empty: none was due or free; failed: the database answered an error)."}, []string{"result"}),
+	}
+	for _, r := range claimResults {
+		m.claims.WithLabelValues(r)
 	}
 	for _, o := range outcomeStates {
 		for _, t := range transports {
@@ -49,7 +62,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.attempt.WithLabelValues(t)
 	}
 	if reg != nil {
-		reg.MustRegister(m.deliveries, m.attempt, m.sign)
+		reg.MustRegister(m.deliveries, m.attempt, m.sign, m.claims)
 	}
 	return m
 }
@@ -69,5 +82,20 @@ func (m *Metrics) attempted(transport string, d time.Duration) {
 func (m *Metrics) signed(d time.Duration) {
 	if m != nil {
 		m.sign.Observe(d.Seconds())
+	}
+}
+
+// claim counts one claim transaction that took n deliveries or failed.
+func (m *Metrics) claim(n int, err error) {
+	if m == nil {
+		return
+	}
+	switch {
+	case err != nil:
+		m.claims.WithLabelValues("failed").Inc()
+	case n == 0:
+		m.claims.WithLabelValues("empty").Inc()
+	default:
+		m.claims.WithLabelValues("claimed").Inc()
 	}
 }

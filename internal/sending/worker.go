@@ -252,6 +252,7 @@ func (w *Worker) claim(ctx, attemptCtx context.Context, n int) ([]claimed, error
 	// (Admit), and the attempt's `send` entry is written with its outcome.
 	now := w.cfg.Now()
 	ds, err := w.store.Claim(ctx, w.owner, now, now.Add(w.cfg.Lease), n, func([]Delivery) []event.Entry { return nil })
+	w.cfg.Metrics.claim(len(ds), err)
 	if err != nil {
 		return nil, err
 	}
