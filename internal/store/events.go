@@ -65,8 +65,8 @@ func (e Events) reader() Querier {
 // shared, transaction-scoped advisory lock keyed by the sequence's last
 // value (in the low lockIDBits bits; the schema's ns above them). Bounds never reports an id above the lowest announced bound, so a
 // follower stops short of any id that may still commit and continues once
-// the transaction ends (its NOTIFY, queued in the same transaction, wakes
-// everyone). Writers never wait for each other: a shared lock does not
+// the transaction ends (its NOTIFY, sent once it committed, wakes
+// everyone: eventnotify.go). Writers never wait for each other: a shared lock does not
 // conflict with itself. (The alternative, serialising a domain's inserts
 // with an exclusive lock held to commit, capped a busy domain at one
 // commit at a time: 5x fewer single-entry transactions per second with 8
@@ -97,16 +97,7 @@ func (e Events) Insert(ctx context.Context, entries []event.Entry) error {
 		return err
 	}
 	if e.db.Dialect == Postgres {
-		var notified []int64
-		for _, en := range entries {
-			if slices.Contains(notified, en.DomainID) {
-				continue
-			}
-			notified = append(notified, en.DomainID)
-			if _, err := e.q.ExecContext(ctx, `SELECT pg_notify($1, $2)`, e.db.eventsChannel(), strconv.FormatInt(en.DomainID, 10)); err != nil {
-				return notFound(err, "event notify")
-			}
-		}
+		return e.notify(ctx, entries)
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ func (db *DB) InPipeline(ctx context.Context, fn func(q Querier) error) (err err
 		return fmt.Errorf("store: writer: %w", err)
 	}
 	defer conn.Close()
-	return conn.Raw(func(dc any) error {
+	err = conn.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("store: pipeline needs a pgx connection, not %T", dc)
@@ -60,10 +60,21 @@ func (db *DB) InPipeline(ctx context.Context, fn func(q Querier) error) (err err
 		}
 		return nil
 	})
+	if err == nil {
+		for _, f := range p.after {
+			f()
+		}
+	}
+	return err
 }
 
 // pipeline is the Querier InPipeline hands to fn.
-type pipeline struct{ batch pgx.Batch }
+type pipeline struct {
+	batch pgx.Batch
+	after []func() // run once the batch committed
+}
+
+func (p *pipeline) afterCommit(f func()) { p.after = append(p.after, f) }
 
 var errPipelineRead = errors.New("store: a pipelined transaction cannot read; read before it")
 

@@ -67,6 +67,9 @@ type DB struct {
 	supWrites suppressionWrites
 	// tagRoom remembers which domains have no room for a new tag.
 	tagRoom tagRoom
+	// notifier sends the event inserts' notifications after their commits
+	// (PostgreSQL).
+	notifier eventNotifier
 }
 
 // Open opens the database named by url ("sqlite:PATH" or "postgres://...").
@@ -142,6 +145,7 @@ func openSQLite(ctx context.Context, path, url string) (*DB, error) {
 
 // Close closes the database.
 func (db *DB) Close() error {
+	db.notifier.wait()
 	if p, ok := db.rd.(*preparedPool); ok {
 		p.Close()
 	}
@@ -192,7 +196,17 @@ type Querier interface {
 // Capabilities that must commit together (a message, its deliveries and
 // their queued events) share one.
 func (db *DB) InTx(ctx context.Context, fn func(q Querier) error) error {
-	return runTx(ctx, db.w.BeginTx, fn)
+	if db.Dialect != Postgres {
+		return runTx(ctx, db.w.BeginTx, fn)
+	}
+	var after []func()
+	err := runTx(ctx, db.w.BeginTx, func(q Querier) error { return fn(hookedTx{Querier: q, after: &after}) })
+	if err == nil {
+		for _, f := range after {
+			f()
+		}
+	}
+	return err
 }
 
 // InTxUnsynced runs fn as InTx does, but on SQLite its commit does not wait
