@@ -78,7 +78,7 @@ func SetCopy[T any](name string, set Set, p Pager[T]) *ListCopy {
 // (KeyIndex.Mark), so that the index trusts itself only while no write
 // began since.
 func IndexCopy[T any](x *KeyIndex, p Pager[T]) *ListCopy {
-	sync := func(ctx context.Context, after int64,
+	follow := func(ctx context.Context, after int64,
 		apply func(mark uint64, each func(yield func(int64, string)) error) error) (int64, error) {
 		last := after
 		mark := x.Mark()
@@ -90,6 +90,6 @@ func IndexCopy[T any](x *KeyIndex, p Pager[T]) *ListCopy {
 		return last, err
 	}
 	return &ListCopy{name: "suppression key index",
-		reload: func(ctx context.Context) (int64, error) { return sync(ctx, 0, x.Replace) },
-		since:  func(ctx context.Context, after int64) (int64, error) { return sync(ctx, after, x.Add) }}
+		reload: func(ctx context.Context) (int64, error) { return follow(ctx, 0, x.Replace) },
+		since:  func(ctx context.Context, after int64) (int64, error) { return follow(ctx, after, x.Add) }}
 }
