@@ -121,12 +121,17 @@ type App struct {
 	// Validator is the address validation pipeline.
 	Validator *validation.Validator
 	lists     *validation.FileLists
-	// bounceHistory is the validation's in-memory bounce history (bouncehistory.go).
+	// bounceHistory is the validation's in-memory bounce history, and
+	// historyCopy its copy of the lists (listfollow.go).
 	bounceHistory *validation.History
-	// keyIndex is the intake's in-memory index of list keys (bouncehistory.go).
+	historyCopy   *suppression.ListCopy
+	// keyIndex is the intake's in-memory index of list keys (listfollow.go).
 	keyIndex *suppression.KeyIndex
-	Limiter  *ratelimit.Limiter
-	Registry *prometheus.Registry
+	// ListFollower keeps bounceHistory and keyIndex current (started by
+	// Serve; benchmarks that serve the API without Serve start it too).
+	ListFollower *suppression.ListFollower
+	Limiter      *ratelimit.Limiter
+	Registry     *prometheus.Registry
 	// ValidationJobs is the list-cleaning service (run by Serve).
 	ValidationJobs *validation.Jobs
 	// Submission is the SMTP submission service, once Serve started it
@@ -243,6 +248,7 @@ func (a *App) open(ctx context.Context, opts Options) error {
 	if err := a.openValidator(); err != nil {
 		return err
 	}
+	a.openListFollower()
 	counter, err := a.rateCounter(ctx)
 	if err != nil {
 		return err
@@ -353,23 +359,17 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	defer stopEvents()
-	wctx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	go a.watchValidationCache(wctx)
-	go a.sweepClaims(wctx)
-	go a.sweepIdempotencyKeys(wctx)
-	if a.Config.DomainRecheckInterval > 0 {
-		go a.recheckDomains(wctx, a.Config.DomainRecheckInterval)
-	}
-	if err := a.FollowLists(ctx, wctx); err != nil {
+	stopLoops, err := a.startLoops(ctx)
+	if err != nil {
 		return err
 	}
+	defer stopLoops()
 	if err := a.StartWorkers(ctx); err != nil {
 		return err
 	}
 	a.dispatcher.Start(ctx)
 	defer a.dispatcher.Stop()
-	a.ValidationJobs.Start(wctx)
+	a.ValidationJobs.Start(ctx)
 	defer a.ValidationJobs.Stop()
 	stopSubmission, err := a.startSubmission()
 	if err != nil {

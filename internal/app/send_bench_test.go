@@ -48,11 +48,10 @@ func benchApp(b *testing.B, d store.Dialect, sink *smtptest.Sink) (*app.App, *ht
 	}
 	b.Cleanup(func() { a.Close() })
 	ctx := context.Background()
-	follow, stop := context.WithCancel(ctx)
-	b.Cleanup(stop)
-	if err := a.FollowLists(ctx, follow); err != nil { // as serve does
+	if err := a.ListFollower.Start(ctx); err != nil { // as serve does
 		b.Fatal(err)
 	}
+	b.Cleanup(a.ListFollower.Stop)
 	acc, _ := a.Accounts.CreateUser(ctx, "bench")
 	key, _, _ := a.Accounts.CreateKey(ctx, "bench", "")
 	dom, err := a.Domains.Add(ctx, domain.AddParams{AccountID: acc.ID, Name: "shop.example.com", Trusted: true,

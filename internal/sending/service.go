@@ -63,7 +63,7 @@ type Service struct {
 	cfg    Config
 	wake   func() // nudges the local workers after an enqueue
 
-	enqueues *batcher[EnqueueJob] // group commit of accepted requests
+	enqueues *groupCommit[EnqueueJob] // group commit of accepted requests
 }
 
 // NewService returns a Service. wake may be nil.
@@ -76,7 +76,7 @@ func NewService(st Store, events *event.Service, supp *suppression.Service, cfg 
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
 	return &Service{store: st, events: events, supp: supp, cfg: cfg, wake: wake,
-		enqueues: &batcher[EnqueueJob]{max: enqueueBatch, linger: cfg.EnqueueLinger, commit: st.EnqueueMany}}
+		enqueues: &groupCommit[EnqueueJob]{max: enqueueGroupMax, linger: cfg.EnqueueLinger, commit: st.EnqueueMany}}
 }
 
 // Limits returns the request limits in force.

@@ -68,10 +68,10 @@ type Worker struct {
 	alarm     alarm // wakes the claim loop when a released delivery comes due
 	sends     *sendCache
 	signers   signerCache
-	heavy     chan struct{}         // attachment processing at once (decoded images, PDFs)
-	completes *batcher[*completion] // group commit of outcomes (batch_complete.go)
-	holds     *Holds                // operator suspensions (hold.go); nil: none
-	auto      *Automation           // automation rules' actions (automation.go); nil: none
+	heavy     chan struct{}             // attachment processing at once (decoded images, PDFs)
+	completes *groupCommit[*completion] // group commit of outcomes (groupcommit_complete.go)
+	holds     *Holds                    // operator suspensions (hold.go); nil: none
+	auto      *Automation               // automation rules' actions (automation.go); nil: none
 
 	// attemptEWMA is the moving mean of attempt durations (ns); it starts
 	// at 0, and a few slow attempts lift it past quickAttempt.

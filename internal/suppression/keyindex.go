@@ -9,7 +9,7 @@ import (
 // KeyIndex lets the intake's check skip the database when no recipient
 // can match any entry. It holds a 64-bit hash of every entry's key (domain
 // and recipient; suppressions and whitelist alike), built and followed by
-// its owner from the lists (the app: every 2 s, and a full reload after
+// a ListFollower from the lists (IndexCopy: every 2 s, and a full reload after
 // removals). A key it holds, or any doubt, sends the check to the
 // database, which decides; only "no entry for any of these keys" is
 // answered from memory.

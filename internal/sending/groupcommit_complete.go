@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// completeBatch is the most outcomes one transaction records. With
+// completeGroupMax is the most outcomes one transaction records. With
 // Concurrency outcome slots a group is never larger than that anyway.
-const completeBatch = 64
+const completeGroupMax = 64
 
 // completeLinger is how long a group of outcomes waits for more before it
 // commits, unless every outcome slot is already in it. The attempts have
@@ -25,8 +25,8 @@ type completion struct {
 	held bool
 }
 
-func (w *Worker) newCompleter() *batcher[*completion] {
-	return &batcher[*completion]{max: completeBatch, linger: completeLinger, full: w.cfg.Concurrency, commit: func(ctx context.Context, cs []*completion) error {
+func (w *Worker) newCompleter() *groupCommit[*completion] {
+	return &groupCommit[*completion]{max: completeGroupMax, linger: completeLinger, full: w.cfg.Concurrency, commit: func(ctx context.Context, cs []*completion) error {
 		args := make([]Completion, len(cs))
 		for i, c := range cs {
 			args[i] = c.c

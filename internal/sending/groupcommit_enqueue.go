@@ -5,10 +5,10 @@ import (
 	"errors"
 )
 
-// enqueueBatch is the most requests one intake transaction commits. The
+// enqueueGroupMax is the most requests one intake transaction commits. The
 // group grows only while a commit is in progress, so under light load
 // every request still commits alone and at once.
-const enqueueBatch = 64
+const enqueueGroupMax = 64
 
 // enqueue stores one accepted request, committed with whatever other
 // requests are waiting for the database at the same time: one commit

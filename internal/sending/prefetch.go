@@ -3,7 +3,6 @@ package sending
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/suppression"
@@ -61,12 +60,4 @@ func (w *Worker) prefetch(ctx context.Context, ds []Delivery) []prefetched {
 		}
 	}
 	return out
-}
-
-// has reports whether the send cache holds a fresh copy of send id.
-func (c *sendCache) has(id int64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	it, ok := c.items[id]
-	return ok && time.Since(it.at) < sendCacheTTL
 }

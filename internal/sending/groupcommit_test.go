@@ -42,11 +42,11 @@ func (g *gate) commit(_ context.Context, jobs []int) error {
 	return nil
 }
 
-func TestBatcherLoneCallCommitsAtOnce(t *testing.T) {
+func TestGroupCommitLoneCallCommitsAtOnce(t *testing.T) {
 	t.Parallel()
 	g := newGate()
 	g.release <- struct{}{}
-	b := &batcher[int]{max: 8, commit: g.commit}
+	b := &groupCommit[int]{max: 8, commit: g.commit}
 	if err := b.do(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -57,10 +57,10 @@ func TestBatcherLoneCallCommitsAtOnce(t *testing.T) {
 
 // Calls that arrive while a group commits form the next group, up to max;
 // each returns only after its own group committed.
-func TestBatcherGroupsWaitingCalls(t *testing.T) {
+func TestGroupCommitGroupsWaitingCalls(t *testing.T) {
 	t.Parallel()
 	g := newGate()
-	b := &batcher[int]{max: 3, commit: g.commit}
+	b := &groupCommit[int]{max: 3, commit: g.commit}
 	errs := make(chan error, 10)
 	go func() { errs <- b.do(context.Background(), 0) }()
 	<-g.entered // 0 commits alone and is held
@@ -93,12 +93,12 @@ func TestBatcherGroupsWaitingCalls(t *testing.T) {
 
 // A failed group tells every member to retry alone; a lone call gets the
 // error itself.
-func TestBatcherFailedGroup(t *testing.T) {
+func TestGroupCommitFailedGroup(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
 	g := newGate()
 	g.fail = func([]int) error { return boom }
-	b := &batcher[int]{max: 8, commit: g.commit}
+	b := &groupCommit[int]{max: 8, commit: g.commit}
 	errs := make(chan error, 10)
 	go func() { errs <- b.do(context.Background(), 0) }()
 	<-g.entered
@@ -119,7 +119,7 @@ func TestBatcherFailedGroup(t *testing.T) {
 	}
 }
 
-func waitQueued(t *testing.T, b *batcher[int], n int) {
+func waitQueued(t *testing.T, b *groupCommit[int], n int) {
 	t.Helper()
 	for {
 		b.mu.Lock()
@@ -221,8 +221,8 @@ func TestWorkerCompleteFallsBackAlone(t *testing.T) {
 
 // A group whose commit panics (someone's job is bad) gives every member,
 // the leader included, errRetryAlone; a lone job that panics panics its
-// own caller; the batcher keeps working after both.
-func TestBatcherSurvivesPanickingCommit(t *testing.T) {
+// own caller; the group commit keeps working after both.
+func TestGroupCommitSurvivesPanickingCommit(t *testing.T) {
 	t.Parallel()
 	g := newGate()
 	g.fail = func(jobs []int) error {
@@ -231,7 +231,7 @@ func TestBatcherSurvivesPanickingCommit(t *testing.T) {
 		}
 		return nil
 	}
-	b := &batcher[int]{max: 8, commit: g.commit}
+	b := &groupCommit[int]{max: 8, commit: g.commit}
 	first := make(chan error, 1)
 	go func() { first <- b.do(context.Background(), 1) }()
 	<-g.entered // job 1 leads alone; jobs 2 and 3 queue behind it
@@ -269,14 +269,14 @@ func TestBatcherSurvivesPanickingCommit(t *testing.T) {
 			t.Fatalf("after the panics: %v", err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("the batcher is wedged after a panicking commit")
+		t.Fatal("the group commit is wedged after a panicking commit")
 	}
 }
 
 // The group commits even when the leader's request is cancelled.
-func TestBatcherIgnoresLeaderCancellation(t *testing.T) {
+func TestGroupCommitIgnoresLeaderCancellation(t *testing.T) {
 	t.Parallel()
-	b := &batcher[int]{max: 8, commit: func(ctx context.Context, jobs []int) error { return ctx.Err() }}
+	b := &groupCommit[int]{max: 8, commit: func(ctx context.Context, jobs []int) error { return ctx.Err() }}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := b.do(ctx, 1); err != nil {
@@ -315,13 +315,13 @@ func TestPanickingAttemptFailsItsDelivery(t *testing.T) {
 
 // A lingering leader waits for company, and commits as soon as the group
 // is full rather than when the linger runs out.
-func TestBatcherLingersUntilFull(t *testing.T) {
+func TestGroupCommitLingersUntilFull(t *testing.T) {
 	t.Parallel()
 	g := newGate()
 	for range 3 {
 		g.release <- struct{}{}
 	}
-	b := &batcher[int]{max: 8, commit: g.commit, linger: time.Minute, full: 3}
+	b := &groupCommit[int]{max: 8, commit: g.commit, linger: time.Minute, full: 3}
 	start := time.Now()
 	errs := make(chan error, 3)
 	for j := 1; j <= 3; j++ {
@@ -341,11 +341,11 @@ func TestBatcherLingersUntilFull(t *testing.T) {
 }
 
 // A lone call commits alone once the linger runs out.
-func TestBatcherLingerEnds(t *testing.T) {
+func TestGroupCommitLingerEnds(t *testing.T) {
 	t.Parallel()
 	g := newGate()
 	g.release <- struct{}{}
-	b := &batcher[int]{max: 8, commit: g.commit, linger: 20 * time.Millisecond, full: 8}
+	b := &groupCommit[int]{max: 8, commit: g.commit, linger: 20 * time.Millisecond, full: 8}
 	start := time.Now()
 	if err := b.do(context.Background(), 1); err != nil {
 		t.Fatal(err)
@@ -358,14 +358,14 @@ func TestBatcherLingerEnds(t *testing.T) {
 	}
 }
 
-// An adaptive batcher (full 0) never keeps a lone caller waiting: after a
+// An adaptive group commit (full 0) never keeps a lone caller waiting: after a
 // group of one, the next leader commits at once.
-func TestBatcherAdaptiveLingerSkipsALoneCaller(t *testing.T) {
+func TestGroupCommitAdaptiveLingerSkipsALoneCaller(t *testing.T) {
 	t.Parallel()
 	g := newGate()
 	g.release <- struct{}{}
 	g.release <- struct{}{}
-	b := &batcher[int]{max: 8, commit: g.commit, linger: time.Minute}
+	b := &groupCommit[int]{max: 8, commit: g.commit, linger: time.Minute}
 	done := make(chan error, 1)
 	go func() {
 		if err := b.do(context.Background(), 1); err != nil {
@@ -387,12 +387,12 @@ func TestBatcherAdaptiveLingerSkipsALoneCaller(t *testing.T) {
 	}
 }
 
-// Under concurrent load an adaptive batcher waits for up to twice its last
+// Under concurrent load an adaptive group commit waits for up to twice its last
 // group, and commits as soon as that many are queued.
-func TestBatcherAdaptiveLingerWaitsForTwiceTheLastGroup(t *testing.T) {
+func TestGroupCommitAdaptiveLingerWaitsForTwiceTheLastGroup(t *testing.T) {
 	t.Parallel()
 	g := newGate()
-	b := &batcher[int]{max: 8, commit: g.commit, linger: time.Minute}
+	b := &groupCommit[int]{max: 8, commit: g.commit, linger: time.Minute}
 	// A group of two: job 1 commits alone (gated) while 2 and 3 queue.
 	first := make(chan error, 1)
 	go func() { first <- b.do(context.Background(), 1) }()

@@ -7,19 +7,20 @@ import (
 	"time"
 )
 
-// errRetryAlone is what a batched call gets when its group's transaction
+// errRetryAlone is what a grouped call gets when its group's transaction
 // failed: the caller repeats its own work alone, so one bad job (or one
 // caller's cancelled context) cannot fail the others.
-var errRetryAlone = errors.New("sending: batch failed; retry alone")
+var errRetryAlone = errors.New("sending: group commit failed; retry alone")
 
-// batcher commits work submitted concurrently in groups (group commit).
+// groupCommit commits work submitted concurrently in groups: one transaction
+// for the calls that arrive together, instead of one each.
 // A caller that finds no group in progress leads: it commits every call
 // queued so far, its own first, in one go. Calls that arrive meanwhile
 // queue behind it, and the oldest of them leads the next group. Unless the
-// batcher lingers, a lone caller commits at once: nobody waits for
+// group commit lingers, a lone caller commits at once: nobody waits for
 // company, so the group size follows the load. Each caller returns only
 // after its own work was committed (or failed).
-type batcher[J any] struct {
+type groupCommit[J any] struct {
 	max    int                                       // calls per group at most
 	commit func(ctx context.Context, jobs []J) error // one transaction for all jobs
 	// linger, when set, lets a leader whose group has fewer than full calls
@@ -32,14 +33,14 @@ type batcher[J any] struct {
 	full   int
 
 	mu     sync.Mutex
-	queue  []*batchCall[J] // queue[0] leads the next group when busy
+	queue  []*groupCall[J] // queue[0] leads the next group when busy
 	busy   bool            // a leader is active or chosen
 	last   int             // the size of the last group
 	want   int             // while a leader lingers: the group size that ends the wait
 	filled chan struct{}   // closed when the queue reaches want while a leader lingers
 }
 
-type batchCall[J any] struct {
+type groupCall[J any] struct {
 	job  J
 	done chan struct{} // closed when committed, or when chosen to lead
 	lead bool
@@ -48,8 +49,8 @@ type batchCall[J any] struct {
 
 // do commits job in a group. It returns commit's error when job was
 // committed alone, and errRetryAlone when its group failed.
-func (b *batcher[J]) do(ctx context.Context, job J) error {
-	c := &batchCall[J]{job: job, done: make(chan struct{})}
+func (b *groupCommit[J]) do(ctx context.Context, job J) error {
+	c := &groupCall[J]{job: job, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
 	if b.filled != nil && len(b.queue) >= b.want {
@@ -70,7 +71,7 @@ func (b *batcher[J]) do(ctx context.Context, job J) error {
 	b.lingerLocked()
 	n := min(len(b.queue), max(b.max, 1))
 	b.last = n
-	calls := make([]*batchCall[J], n)
+	calls := make([]*groupCall[J], n)
 	copy(calls, b.queue)
 	b.queue = append(b.queue[:0], b.queue[n:]...)
 	b.mu.Unlock()
@@ -109,8 +110,8 @@ func (b *batcher[J]) do(ctx context.Context, job J) error {
 }
 
 // lingerLocked waits, with b.mu held on entry and exit, until full calls
-// are queued or linger passes, when the batcher lingers at all.
-func (b *batcher[J]) lingerLocked() {
+// are queued or linger passes, when the group commit lingers at all.
+func (b *groupCommit[J]) lingerLocked() {
 	want := b.full
 	if want == 0 {
 		if b.last < 2 {
@@ -138,7 +139,7 @@ func (b *batcher[J]) lingerLocked() {
 // commitRecovered turns a panic in a group's commit into errRetryAlone for
 // every member, the leader included: the panic may come from anyone's job,
 // and only the culprit's own retry should meet it again.
-func (b *batcher[J]) commitRecovered(ctx context.Context, jobs []J) (err error) {
+func (b *groupCommit[J]) commitRecovered(ctx context.Context, jobs []J) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if len(jobs) == 1 {
