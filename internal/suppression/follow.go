@@ -48,13 +48,15 @@ func NewListFollower(cfg ListFollowerConfig) *ListFollower { return &ListFollowe
 // Start loads every copy, then follows the lists until Stop or ctx ends.
 // A copy that does not load is an error, and nothing is followed.
 func (f *ListFollower) Start(ctx context.Context) error {
+	// The count before the load: a removal while the copies load makes the
+	// first pass reload them, instead of going unseen until followReload.
+	f.removed, _ = f.cfg.Removals(ctx)
+	f.reloaded = time.Now()
 	for _, c := range f.cfg.Copies {
 		if err := c.Load(ctx); err != nil {
 			return err
 		}
 	}
-	f.removed, _ = f.cfg.Removals(ctx)
-	f.reloaded = time.Now()
 	f.loop = background.Loop{Every: followPoll, Wait: true, Pass: f.runOnce}
 	return f.loop.Start(ctx)
 }
