@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/postline/postline/internal/background"
 )
 
 // WatcherConfig configures a Watcher.
@@ -43,8 +45,7 @@ type Watcher struct {
 	stamp      [32]byte   // of the contents in force
 	failed     string     // the last reload error logged, so it is logged once
 	resolvedAt time.Time
-	stop       context.CancelFunc
-	done       chan struct{}
+	loop       background.Loop
 }
 
 // NewWatcher loads the files (and resolves the sites) once. An error here
@@ -88,31 +89,12 @@ func (w *Watcher) Start(ctx context.Context) error {
 	if len(w.cfg.Paths) == 0 {
 		return nil
 	}
-	ctx, w.stop = context.WithCancel(ctx)
-	w.done = make(chan struct{})
-	go func() {
-		defer close(w.done)
-		t := time.NewTicker(w.cfg.Interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				w.runOnce(ctx)
-			}
-		}
-	}()
-	return nil
+	w.loop = background.Loop{Every: w.cfg.Interval, Wait: true, Pass: func(ctx context.Context) { w.runOnce(ctx) }}
+	return w.loop.Start(ctx)
 }
 
 // Stop ends the loop Start began and waits for it.
-func (w *Watcher) Stop() {
-	if w.stop != nil {
-		w.stop()
-		<-w.done
-	}
-}
+func (w *Watcher) Stop() { w.loop.Stop() }
 
 // runOnce reloads when the files' contents changed, or resolves the sites
 // again when that is due, and reports whether new rules are in force.
