@@ -1,0 +1,158 @@
+package app_test
+
+import (
+	"fmt"
+	"net/smtp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/postline/postline/internal/apitest"
+	"github.com/postline/postline/internal/event"
+	"github.com/postline/postline/internal/smtptest"
+	"github.com/postline/postline/internal/store"
+)
+
+// submitTo submits one message over SMTP submission (STARTTLS + AUTH
+// PLAIN) to every recipient of rcpts.
+func submitTo(t *testing.T, e *sendEnv, rcpts []string) {
+	t.Helper()
+	c, err := dialSubmission(t, e, false, smtp.PlainAuth("", "alice", e.user.Key, "127.0.0.1"))
+	if err != nil {
+		t.Fatalf("STARTTLS + AUTH PLAIN: %v", err)
+	}
+	msg := submittedMessage("orders@shop.example.com", "Customers <orders@shop.example.com>", "")
+	if err := submit(c, "orders@shop.example.com", rcpts, msg); err != nil {
+		t.Fatalf("submit to %d recipients: %v", len(rcpts), err)
+	}
+}
+
+func recipients(n int, domain string) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("r%03d@%s", i, domain)
+	}
+	return out
+}
+
+// TestOneTransactionForManyRecipients: one message submitted over SMTP to
+// 120 recipients at one domain reaches the receiving server in three
+// transactions of 50, 50 and 20 RCPTs (max_recipients_per_transaction's
+// default), each one signed message whose DKIM signature verifies, and
+// every recipient's log says send then delivered.
+func TestOneTransactionForManyRecipients(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		e := startSubmission(t, d, nil)
+		rcpts := recipients(120, "rcpt.example.net")
+		submitTo(t, e, rcpts)
+		for _, r := range rcpts {
+			if got := e.chain(t, r, event.Delivered, event.Bounced, event.Failed); !slices.Equal(got, []string{"queued", "send", "delivered"}) {
+				t.Fatalf("%s: log %v, want queued, send, delivered", r, got)
+			}
+		}
+		msgs := e.sink.Messages()
+		var sizes []int
+		var got []string
+		for _, m := range msgs {
+			sizes = append(sizes, len(m.To))
+			got = append(got, m.To...)
+			if v := dkimVerify(t, e, m.Data); v.Domain != "shop.example.com" {
+				t.Errorf("a transaction's message is signed by %q, want shop.example.com", v.Domain)
+			}
+			head, _, _ := strings.Cut("\r\n"+strings.ToLower(string(m.Data)), "\r\n\r\n")
+			if n := strings.Count(head, "\r\ndkim-signature:"); n != 1 {
+				t.Errorf("a transaction's message has %d DKIM-Signature fields, want 1", n)
+			}
+		}
+		slices.Sort(sizes)
+		slices.Sort(got)
+		if !slices.Equal(sizes, []int{20, 50, 50}) || !slices.Equal(got, rcpts) {
+			t.Errorf("the server saw %d transactions of %v RCPTs, want 3 of 50, 50 and 20 covering every recipient once", len(msgs), sizes)
+		}
+	})
+}
+
+// TestOneTransactionRefusesSome: in one transaction the server refuses
+// one RCPT with 550 and defers another with 451; the other recipients get
+// the message in that transaction, the refused one bounces (and is
+// suppressed), the deferred one is deferred and delivered on its retry.
+func TestOneTransactionRefusesSome(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		e := startSubmission(t, d, nil)
+		rcpts := recipients(6, "rcpt.example.net")
+		gone, full := rcpts[2], rcpts[4]
+		e.sink.Script(gone, smtptest.Reply{Code: 550, Enhanced: [3]int{5, 1, 1}, Message: "no such user"})
+		e.sink.Script(full, smtptest.Reply{Code: 451, Enhanced: [3]int{4, 2, 2}, Message: "mailbox busy"})
+		submitTo(t, e, rcpts)
+		if got := e.chain(t, gone, event.Bounced, event.Delivered); !slices.Equal(got, []string{"queued", "send", "permanent_fail", "bounced"}) {
+			t.Errorf("%s (550): log %v, want queued, send, permanent_fail, bounced", gone, got)
+		}
+		if got := e.chain(t, full, event.Delivered, event.Failed); !slices.Equal(got,
+			[]string{"queued", "send", "temporary_fail", "deferred", "send", "delivered"}) {
+			t.Errorf("%s (451): log %v, want deferred then delivered on its retry", full, got)
+		}
+		others := slices.DeleteFunc(slices.Clone(rcpts), func(r string) bool { return r == gone || r == full })
+		for _, r := range others {
+			if got := e.chain(t, r, event.Delivered, event.Bounced, event.Failed); !slices.Equal(got, []string{"queued", "send", "delivered"}) {
+				t.Errorf("%s: log %v, want queued, send, delivered", r, got)
+			}
+		}
+		msgs := e.sink.Messages()
+		if len(msgs) != 2 || !slices.Equal(msgs[0].To, others) || !slices.Equal(msgs[1].To, []string{full}) {
+			var tos [][]string
+			for _, m := range msgs {
+				tos = append(tos, m.To)
+			}
+			t.Errorf("the server accepted %v, want %v in one transaction, then %s alone on its retry", tos, others, full)
+		}
+		p := e.entries(t, gone, event.PermanentFail)
+		if len(p) != 1 || det(p[0])("smtp_code") != float64(550) {
+			t.Errorf("%s: permanent_fail entries %+v, want its own 550", gone, p)
+		}
+		if v, err := e.App.Suppressions.Check(ctxTimeout(t, 5*time.Second), e.dom.ID, gone); err != nil || !v.Suppressed {
+			t.Errorf("%s is not on the bounce list (%v)", gone, err)
+		}
+	})
+}
+
+// TestPerRecipientCopiesGoAlone: copies that name their recipient (open
+// tracking; a VERP bounce address under an authentication domain) still
+// go one recipient per transaction.
+func TestPerRecipientCopiesGoAlone(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, path string
+		body       any
+	}{
+		{"tracked", "/api/domains/shop.example.com/tracking", map[string]bool{"opens": true}},
+		{"verp", "/api/domains/shop.example.com/auth-domain", map[string]string{"host": "bounces.shop.example.com"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			forEachDialect(t, func(t *testing.T, d store.Dialect) {
+				e := startSubmission(t, d, nil)
+				if resp := e.Do(apitest.Request{Method: "PUT", Path: c.path, Auth: e.user.Auth(), Body: c.body}); resp.StatusCode != 200 {
+					t.Fatalf("PUT %s: %d %s", c.path, resp.StatusCode, resp.Body)
+				}
+				rcpts := recipients(4, "rcpt.example.net")
+				submitTo(t, e, rcpts)
+				for _, r := range rcpts {
+					e.chain(t, r, event.Delivered, event.Bounced, event.Failed)
+				}
+				froms := map[string]bool{}
+				for _, m := range e.sink.Messages() {
+					if len(m.To) != 1 {
+						t.Errorf("a transaction to %v, want one recipient each", m.To)
+					}
+					froms[m.From] = true
+				}
+				if c.name == "verp" && len(froms) != len(rcpts) {
+					t.Errorf("MAIL FROM %v, want a bounce address per recipient", froms)
+				}
+			})
+		})
+	}
+}
