@@ -41,7 +41,17 @@ func (w *Worker) eachDelivery(ctx context.Context, unit []claimed, fn func(c cla
 	slotOf(ctx).record()
 	var wg sync.WaitGroup
 	for _, c := range unit {
-		wg.Go(func() { fn(c) })
+		wg.Go(func() {
+			defer func() {
+				// As safeAttempt: a bug must not take the process down
+				// (its lease expires and the attempt repeats).
+				if r := recover(); r != nil {
+					w.cfg.Logger.Error("recording a delivery outcome panicked", "delivery", c.d.ID, "panic", r,
+						"stack", string(debug.Stack()))
+				}
+			}()
+			fn(c)
+		})
 	}
 	wg.Wait()
 }
