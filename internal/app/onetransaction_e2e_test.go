@@ -3,6 +3,7 @@ package app_test
 import (
 	"fmt"
 	"net/smtp"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -155,4 +156,42 @@ func TestPerRecipientCopiesGoAlone(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestBuiltCopiesShareWithCc: a /v3/ send with cc shows every copy the
+// same To and Cc and one Message-ID, so its recipients share one
+// transaction; without cc each copy's To is its own recipient and each
+// goes alone.
+func TestBuiltCopiesShareWithCc(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		e := startSend(t, d, false, nil)
+		mgSend(t, e, "ann@rcpt.example.net", url.Values{"cc": {"bob@rcpt.example.net"}})
+		for _, r := range []string{"ann@rcpt.example.net", "bob@rcpt.example.net"} {
+			e.chain(t, r, event.Delivered, event.Bounced, event.Failed)
+		}
+		msgs := e.sink.Messages()
+		if len(msgs) != 1 || !slices.Equal(msgs[0].To, []string{"ann@rcpt.example.net", "bob@rcpt.example.net"}) {
+			t.Fatalf("with cc the sink got %d messages, want one to ann and bob", len(msgs))
+		}
+		head, _, _ := strings.Cut(string(msgs[0].Data), "\r\n\r\n")
+		if !hasField(head, "Cc") || !strings.Contains(head, "bob@rcpt.example.net") {
+			t.Errorf("the shared copy does not show its Cc:\n%s", head)
+		}
+		dkimVerify(t, e, msgs[0].Data)
+
+		mgSend(t, e, "cy@rcpt.example.net, dee@rcpt.example.net", nil)
+		for _, r := range []string{"cy@rcpt.example.net", "dee@rcpt.example.net"} {
+			e.chain(t, r, event.Delivered, event.Bounced, event.Failed)
+		}
+		all := e.sink.Messages()
+		if len(all) != 3 {
+			t.Errorf("without cc: %d transactions in all, want 1 + one per recipient", len(all))
+		}
+		for _, m := range all[1:] {
+			if len(m.To) != 1 {
+				t.Errorf("without cc a transaction to %v, want one recipient each", m.To)
+			}
+		}
+	})
 }
