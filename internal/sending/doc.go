@@ -87,7 +87,12 @@
 // max_recipients_per_transaction. The unit is admitted once, built and
 // signed once, and sent in one transaction; each delivery keeps its own
 // lease, checks (suppression, suspension, the domain rate, which counts
-// each) and outcome, recorded as a single attempt's would be.
+// each) and outcome, recorded as a single attempt's would be, and is
+// marked delivered only after the server accepted the message for it. A
+// unit takes one attempt slot and one outcome slot, so what a crash can
+// make us send twice is counted in transactions: at most twice
+// Concurrency of them, each with up to max_recipients_per_transaction
+// recipients.
 //
 // # Waiting for a turn
 //
