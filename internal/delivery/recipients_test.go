@@ -101,3 +101,42 @@ func TestSendTicketAllBoundsAndDomain(t *testing.T) {
 		t.Errorf("the sink got %v, want only ann's message", msgs)
 	}
 }
+
+// TestSendTicketAllNonASCIIWithoutSMTPUTF8: to a server without SMTPUTF8
+// a non-ASCII recipient is refused alone (permanent, 5.6.7) and the
+// others get the message; when every one is refused so, the transaction
+// is reset and the connection serves the next message.
+func TestSendTicketAllNonASCIIWithoutSMTPUTF8(t *testing.T) {
+	t.Parallel()
+	f := setup(t, smtptest.Config{NoSMTPUTF8: true})
+	f.mx([]string{"mx.example.test"}, "example.test")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	send := func(rcpts ...string) []delivery.Outcome {
+		tk, _, err := f.tr.Admit(ctx, direct, rcpts[0])
+		if err != nil || tk == nil {
+			t.Fatalf("Admit: %v, %v", tk, err)
+		}
+		return f.tr.SendTicketAll(ctx, tk, "a@sender.test", rcpts, []byte(testMsg))
+	}
+	out := send("ann@example.test", "用户@example.test")
+	if e := delivery.Classify(out[1].Err); out[0].Err != nil || e.Enhanced != "5.6.7" || e.Temporary {
+		t.Errorf("outcomes %+v / %+v, want ann delivered and the non-ASCII address refused 5.6.7", out[0], e)
+	}
+	out = send("用户@example.test", "ü@example.test")
+	for i, o := range out {
+		if e := delivery.Classify(o.Err); e.Enhanced != "5.6.7" {
+			t.Errorf("recipient %d: %+v, want 5.6.7", i, e)
+		}
+	}
+	if _, err := f.tr.Send(ctx, direct, delivery.Envelope{From: "a@sender.test", To: "bob@example.test"}, []byte(testMsg)); err != nil {
+		t.Fatalf("the next message on the connection: %v", err)
+	}
+	msgs := f.sink.Messages()
+	if len(msgs) != 2 || !slices.Equal(msgs[0].To, []string{"ann@example.test"}) || !slices.Equal(msgs[1].To, []string{"bob@example.test"}) {
+		t.Errorf("the sink got %v, want ann's then bob's message", msgs)
+	}
+	if got := f.sink.Sessions() - f.base; got != 1 {
+		t.Errorf("%d sessions, want the one connection reused after the reset", got)
+	}
+}

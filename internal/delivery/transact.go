@@ -223,7 +223,7 @@ func (s *session) send(x *txn) (Result, string, error) {
 	if !isASCII(x.from) || !allASCII(x.to) || !isASCII(header(msg)) {
 		if ok, _ := s.c.Extension("SMTPUTF8"); ok {
 			opts.UTF8 = true
-		} else if !isASCII(x.from) || !allASCII(x.to) {
+		} else if !isASCII(x.from) || len(x.to) == 1 && !isASCII(x.to[0]) {
 			// RFC 6531 §3.2: a non-ASCII address cannot be sent to a
 			// server without SMTPUTF8 (and no downgrade is defined).
 			return Result{}, StageMail, &Error{Enhanced: "5.6.7", Stage: StageMail, Host: s.host,
@@ -235,8 +235,13 @@ func (s *session) send(x *txn) (Result, string, error) {
 	if err := s.c.Mail(x.from, opts); err != nil {
 		return Result{}, StageMail, err
 	}
-	var first error
+	var first error // the first refusal the server replied
 	for i, rcpt := range x.to {
+		if !opts.UTF8 && !isASCII(rcpt) { // one of several: the others may go
+			x.rcptErrs[i] = &Error{Enhanced: "5.6.7", Stage: StageRcpt, Host: s.host,
+				Message: "the server does not support SMTPUTF8, needed for a non-ASCII address"}
+			continue
+		}
 		err := s.c.Rcpt(rcpt, nil)
 		var se *smtp.SMTPError
 		switch {
@@ -248,8 +253,15 @@ func (s *session) send(x *txn) (Result, string, error) {
 		x.rcptErrs[i] = err
 		first = cmp.Or(first, err)
 	}
-	if first != nil && !slices.Contains(x.rcptErrs, nil) {
-		return Result{}, StageRcpt, first // every one refused (each with its own reply)
+	if !slices.Contains(x.rcptErrs, nil) { // every one refused, each with its own reply
+		if first != nil {
+			return Result{}, StageRcpt, first // transact resets the transaction
+		}
+		// Refused here alone: MAIL was accepted, so reset before reuse.
+		if err := s.c.Reset(); err != nil {
+			return Result{}, StageRcpt, err
+		}
+		return Result{}, StageRcpt, x.rcptErrs[0]
 	}
 	w, err := s.c.Data()
 	if err != nil {
