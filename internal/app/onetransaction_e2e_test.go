@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"net/smtp"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/postline/postline/internal/apitest"
+	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/smtptest"
 	"github.com/postline/postline/internal/store"
@@ -194,4 +197,44 @@ func TestBuiltCopiesShareWithCc(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRecipientsPerTransactionFromShaping: a shaping file's
+// max_recipients_per_transaction bounds the RCPTs of each transaction (the
+// first claim groups under the default 50 and gives the excess back, not
+// as an attempt); 1 sends every recipient alone.
+func TestRecipientsPerTransactionFromShaping(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		limit int
+		want  []int // transaction sizes, sorted
+	}{{2, []int{1, 2, 2}}, {1, []int{1, 1, 1, 1, 1}}} {
+		t.Run(fmt.Sprint(c.limit), func(t *testing.T) {
+			t.Parallel()
+			forEachDialect(t, func(t *testing.T, d store.Dialect) {
+				// ["default"]: a domain section would have the rules look up
+				// the domain's MX hosts at start, before the test's zone has them.
+				file := filepath.Join(t.TempDir(), "shaping.toml")
+				if err := os.WriteFile(file, fmt.Appendf(nil, "[\"default\"]\nmax_recipients_per_transaction = %d\n", c.limit), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				e := startSubmission(t, d, func(cfg *config.Config) { cfg.ShapingFiles = []string{file} })
+				rcpts := recipients(5, "rcpt.example.net")
+				submitTo(t, e, rcpts)
+				for _, r := range rcpts {
+					if got := e.chain(t, r, event.Delivered, event.Bounced, event.Failed); !slices.Equal(got, []string{"queued", "send", "delivered"}) {
+						t.Errorf("%s: log %v, want queued, send, delivered (a turn given back is no attempt)", r, got)
+					}
+				}
+				var sizes []int
+				for _, m := range e.sink.Messages() {
+					sizes = append(sizes, len(m.To))
+				}
+				slices.Sort(sizes)
+				if !slices.Equal(sizes, c.want) {
+					t.Errorf("max_recipients_per_transaction = %d: transactions of %v RCPTs, want %v", c.limit, sizes, c.want)
+				}
+			})
+		})
+	}
 }
