@@ -129,13 +129,20 @@ func (w *Worker) attemptGroup(ctx context.Context, unit []claimed) {
 	}
 	t0 := time.Now()
 	outs := w.group.SendTicketAll(ctx, tk, from, to, msg)
-	if e, ok := outs[0].Err.(*delivery.Error); ok && e.Wait > 0 {
-		w.releaseAll(ctx, unit, w.cfg.Now().Add(e.Wait)) // its turn did not come: not an attempt
+	tried, triedOuts := unit[:0:0], outs[:0:0]
+	for i, o := range outs {
+		if e, ok := o.Err.(*delivery.Error); ok && e.Wait > 0 {
+			w.release(ctx, unit[i].d, w.cfg.Now().Add(e.Wait)) // its turn did not come: not an attempt
+			continue
+		}
+		tried, triedOuts = append(tried, unit[i]), append(triedOuts, o)
+	}
+	if len(tried) == 0 {
 		return
 	}
 	took := time.Since(t0)
-	w.eachOutcome(ctx, dom, unit, started, outs, took)
-	w.reactAll(ctx, tk, dom.AccountID, outs)
+	w.eachOutcome(ctx, dom, tried, started, triedOuts, took)
+	w.reactAll(ctx, tk, dom.AccountID, triedOuts)
 }
 
 // dropUnsendable finishes or puts back the deliveries of unit that must
