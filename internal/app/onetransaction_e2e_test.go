@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/apitest"
+	"github.com/postline/postline/internal/app"
 	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/event"
 	"github.com/postline/postline/internal/smtptest"
@@ -237,4 +238,30 @@ func TestRecipientsPerTransactionFromShaping(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestSharedTransactionKeepsEveryLease: a server slower to answer DATA
+// than the delivery lease (1s) does not get the message twice: every
+// delivery of the transaction has its lease renewed until its outcome is
+// recorded, so none is rescued and sent again meanwhile.
+func TestSharedTransactionKeepsEveryLease(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		e := startSendSink(t, d, false, func(c *config.Config) {
+			c.SubmissionListen, c.SubmissionsListen = "127.0.0.1:0", "127.0.0.1:0"
+			c.DeliveryLease = time.Second
+		}, app.Options{}, smtptest.Config{DataDelay: 2500 * time.Millisecond})
+		waitFor(t, "submission listening", func() bool { return e.App.Submission != nil && e.App.Submission.Addr(false) != "" })
+		rcpts := recipients(3, "rcpt.example.net")
+		submitTo(t, e, rcpts)
+		for _, r := range rcpts {
+			if got := e.chain(t, r, event.Delivered, event.Bounced, event.Failed); !slices.Equal(got, []string{"queued", "send", "delivered"}) {
+				t.Errorf("%s: log %v, want queued, send, delivered", r, got)
+			}
+		}
+		time.Sleep(1500 * time.Millisecond) // a rescued copy would be on its way by now
+		if msgs := e.sink.Messages(); len(msgs) != 1 || len(msgs[0].To) != 3 {
+			t.Errorf("the sink got %d transactions, want the one to all three", len(msgs))
+		}
+	})
 }
