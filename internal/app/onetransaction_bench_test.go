@@ -31,14 +31,15 @@ func BenchmarkOneMessageManyRecipients(b *testing.B) {
 			name  string
 			limit int // 0: no shaping file, the default
 		}{{"rcpts-per-txn-50", 0}, {"rcpts-per-txn-1", 1}} {
-			b.Run(string(d)+"/"+c.name, func(b *testing.B) { benchManyRecipients(b, d, c.limit) })
+			b.Run(string(d)+"/"+c.name, func(b *testing.B) { benchManyRecipients(b, d, c.limit, 1000) })
 		}
 	}
 }
 
 // benchManyRecipients is one run of BenchmarkOneMessageManyRecipients:
-// limit 0 leaves max_recipients_per_transaction at its default.
-func benchManyRecipients(b *testing.B, d store.Dialect, limit int) {
+// b.N recipients in messages of perMessage each; limit 0 leaves
+// max_recipients_per_transaction at its default.
+func benchManyRecipients(b *testing.B, d store.Dialect, limit, perMessage int) {
 	sink := smtptest.New(b, smtptest.Config{})
 	a, _, _ := benchAppWith(b, d, sink, func(cfg *config.Config) {
 		if limit > 0 {
@@ -56,9 +57,9 @@ func benchManyRecipients(b *testing.B, d store.Dialect, limit int) {
 	for i := 0; i < 20; i++ {
 		text += "Thank you for your order. "
 	}
-	for start := 0; start < b.N; start += 1000 {
+	for start := 0; start < b.N; start += perMessage {
 		var rcpts []string
-		for i := start; i < min(b.N, start+1000); i++ {
+		for i := start; i < min(b.N, start+perMessage); i++ {
 			rcpts = append(rcpts, fmt.Sprintf("user%d@rcpt%d.example.net", i, i%3))
 		}
 		id := fmt.Sprintf("bench-%d@shop.example.com", start)
@@ -103,4 +104,17 @@ func benchManyRecipients(b *testing.B, d store.Dialect, limit int) {
 		b.Fatalf("the sink got %d recipients, want %d", got, b.N)
 	}
 	b.ReportMetric(float64(len(msgs)), "txns")
+}
+
+// BenchmarkOneRecipientMessages: what grouping costs where there is
+// nothing to group: b.N raw messages of one recipient each (the usual SMTP
+// submission), delivered with max_recipients_per_transaction at its
+// default and at 1, in one run.
+//
+//	go test -run '^$' -bench BenchmarkOneRecipientMessages -benchtime 3000x ./internal/app/
+func BenchmarkOneRecipientMessages(b *testing.B) {
+	for _, d := range testutil.Dialects() {
+		b.Run(string(d)+"/rcpts-per-txn-50", func(b *testing.B) { benchManyRecipients(b, d, 0, 1) })
+		b.Run(string(d)+"/rcpts-per-txn-1", func(b *testing.B) { benchManyRecipients(b, d, 1, 1) })
+	}
 }

@@ -83,11 +83,19 @@ func (w *Worker) siblingsOf(ctx context.Context, c claimed) (Siblings, bool) {
 
 // groupClaimed joins the claimed deliveries that may share a transaction
 // (each unit's first carries the others in more), up to the recipient
-// limit last seen for their site, and tops each unit up with its due
+// limit last seen for their site, and tops units up with their due
 // siblings that the claim did not take. It runs in the claim loop, one
 // claim after another, so that a message to many recipients is claimed in
 // full units rather than spread over the units of concurrent claims.
-func (w *Worker) groupClaimed(ctx, attemptCtx context.Context, cs []claimed) []claimed {
+//
+// Only units that show a message with more recipients are topped up: two
+// or more in the claim, or the claim's last delivery when the claim was
+// full (the claim may have stopped in the middle of its message). A
+// message to one recipient, the usual submission, thus costs no query of
+// its own (a top-up per unit cost 15% of the deliveries per second on
+// PostgreSQL); a message whose first recipient came alone at the end of
+// a claim sends that one alone and groups the rest from the next claim.
+func (w *Worker) groupClaimed(ctx, attemptCtx context.Context, cs []claimed, full bool) []claimed {
 	if w.group == nil {
 		return cs
 	}
@@ -107,7 +115,17 @@ func (w *Worker) groupClaimed(ctx, attemptCtx context.Context, cs []claimed) []c
 		unitOf[f] = len(out)
 		out, keys = append(out, c), append(keys, f)
 	}
+	last := -1 // the unit of the claim's last delivery
+	if full && len(cs) > 0 {
+		last = len(out) - 1
+		if f, ok := w.siblingsOf(attemptCtx, cs[len(cs)-1]); ok {
+			last = unitOf[f]
+		}
+	}
 	for i, f := range keys {
+		if len(out[i].more) == 0 && i != last {
+			continue
+		}
 		if n := w.limits.get(f) - 1 - len(out[i].more); f.SendID != 0 && n > 0 {
 			out[i].more = append(out[i].more, w.claimSiblings(ctx, attemptCtx, out[i], f, n)...)
 		}
