@@ -82,7 +82,7 @@
 // every recipient (sharedCopyBlocker: no VERP, no tracking, a raw message
 // or a built one with visible To and Cc) are attempted together when the
 // transport can (GroupTransport): a claim joins those it took at one
-// recipient domain (any domain through a relay) and tops each unit up
+// recipient domain (any domain through a relay) and tops units up
 // with their due siblings (Store.ClaimSiblings) to the site's
 // max_recipients_per_transaction. The unit is admitted once, built and
 // signed once, and sent in one transaction; each delivery keeps its own
