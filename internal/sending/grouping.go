@@ -43,9 +43,10 @@ const (
 // tokens), its recipient (the To field of a built message) and its
 // Message-ID, which the caller compares instead (Siblings: only copies
 // with one Message-ID group; a raw message has one for every copy, a built
-// one only with OneMessageID). Per-recipient variables and templates make
-// a send per recipient at intake, so they never meet here. tracking and
-// verp say whether the worker tracks at all and has a VERP key.
+// one only with OneMessageID). Per-recipient variables (a batch: each
+// recipient rendered on its own) make a send per recipient at intake, so
+// they never meet here. tracking and verp say whether the worker tracks
+// at all and has a VERP key.
 func sharedCopyBlocker(snd Send, dom domain.Domain, tracking, verp bool) string {
 	if verp && (dom.AuthDomain != "" || snd.Headers[forwardHeader] != "") {
 		return blockVERP
