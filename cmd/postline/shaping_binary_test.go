@@ -97,6 +97,7 @@ func TestShapingShowThroughTheBinary(t *testing.T) {
 		"connection_limit = 10\n" +
 		"max_message_rate = 100/s\n" +
 		"max_deliveries_per_connection = 20\n" +
+		"max_recipients_per_transaction = 50  # default\n" +
 		"idle_timeout = 30s\n" +
 		"enable_tls = Required\n" +
 		"enable_mta_sts = true  # default\n" +
@@ -131,7 +132,7 @@ func TestShapingShowThroughTheBinary(t *testing.T) {
 	}
 	code, out, _ = runBinary(t, env, "shaping", "show", "plain.example")
 	if code != 0 || !strings.Contains(out, "site = plain.example\nprovider = (none)\n") ||
-		!strings.Contains(out, "\nconnection_limit = 4  # default\nidle_timeout = 30s  # default\nenable_tls = OpportunisticInsecure  # default\n") {
+		!strings.Contains(out, "\nconnection_limit = 4  # default\nmax_recipients_per_transaction = 50  # default\nidle_timeout = 30s  # default\nenable_tls = OpportunisticInsecure  # default\n") {
 		t.Errorf("a domain without MX: exit %d\n%s", code, out)
 	}
 

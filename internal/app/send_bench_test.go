@@ -32,6 +32,11 @@ import (
 // benchApp opens an App (no workers yet) with a verified relay domain
 // pointing at a local sink, and an HTTP server over its API.
 func benchApp(b *testing.B, d store.Dialect, sink *smtptest.Sink) (*app.App, *httptest.Server, string) {
+	return benchAppWith(b, d, sink, nil)
+}
+
+// benchAppWith is benchApp with edit applied to the configuration.
+func benchAppWith(b *testing.B, d store.Dialect, sink *smtptest.Sink, edit func(*config.Config)) (*app.App, *httptest.Server, string) {
 	dns := dnstest.New(b)
 	cfg := config.Default()
 	cfg.DataDir = b.TempDir()
@@ -42,6 +47,9 @@ func benchApp(b *testing.B, d store.Dialect, sink *smtptest.Sink) (*app.App, *ht
 	cfg.DNSServer = dns.Addr()
 	cfg.RateDomainPerMinute = 1 << 30
 	cfg.DeliveryWorkers = benchWorkers()
+	if edit != nil {
+		edit(&cfg)
+	}
 	a, err := app.Open(context.Background(), cfg, nil, app.Options{DKIMKeyBits: 2048})
 	if err != nil {
 		b.Fatal(err)

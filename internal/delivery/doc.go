@@ -99,7 +99,15 @@
 // SIZE, BODY=8BITMIME when the server offers 8BITMIME, and SMTPUTF8 when
 // an address or the header is non-ASCII and the server offers it (a
 // non-ASCII address to a server without it is refused: permanent, 5.6.7);
-// RCPT TO the one recipient; DATA. A message with 8-bit bytes to a server
+// RCPT TO the one recipient; DATA. SendTicketAll names several recipients
+// of one message in one transaction (at most the path's
+// max_recipients_per_transaction, default 50 as Postfix's
+// default_destination_recipient_limit): a RCPT refused with other than
+// 421 refuses that recipient alone (its own Outcome) and the others go
+// on; DATA is sent when one was accepted and its reply is theirs; a
+// failure of the connection, MAIL or DATA is every other recipient's.
+// The transaction counts as one message under max_message_rate and
+// max_deliveries_per_connection. A message with 8-bit bytes to a server
 // without 8BITMIME is sent as is: 7-bit encoding is the message builder's
 // job.
 //

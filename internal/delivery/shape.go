@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/postline/postline/internal/shaping"
@@ -50,15 +51,21 @@ const (
 	defaultHold = 100 * time.Millisecond
 )
 
+// DefaultRecipientsPerTransaction is max_recipients_per_transaction where
+// no shaping file sets it: Postfix's default_destination_recipient_limit.
+const DefaultRecipientsPerTransaction = 50
+
 // DefaultShaping is what direct delivery does where no shaping file sets
 // a key (with Config's defaults): connection_limit 4, idle_timeout 30s,
-// enable_tls OpportunisticInsecure, MTA-STS and DANE on, and KumoMTA's 100
-// for consecutive_connection_failures_before_delay. No rate applies and
-// connections carry any number of messages.
+// enable_tls OpportunisticInsecure, MTA-STS and DANE on, KumoMTA's 100
+// for consecutive_connection_failures_before_delay and Postfix's 50 for
+// max_recipients_per_transaction. No rate applies and connections carry
+// any number of messages.
 func DefaultShaping() shaping.Limits {
 	return shaping.Limits{ConnectionLimit: shaping.Limit{N: defaultConns}, IdleTimeout: defaultIdle,
 		EnableTLS: shaping.TLSOpportunisticInsecure, EnableMTASTS: shaping.FlagTrue, EnableDANE: shaping.FlagTrue,
-		ConsecutiveConnectionFailuresBeforeDelay: defaultFailuresBeforeDelay}
+		ConsecutiveConnectionFailuresBeforeDelay: defaultFailuresBeforeDelay,
+		MaxRecipientsPerTransaction:              DefaultRecipientsPerTransaction}
 }
 
 // pathLimits are the limits one egress path enforces, from the shaping
@@ -69,6 +76,7 @@ type pathLimits struct {
 	connRate shaping.Rate // max_connection_rate; unset: none
 	msgRate  shaping.Rate // max_message_rate; unset: none
 	perConn  int          // max_deliveries_per_connection; 0: no limit
+	rcpts    int          // max_recipients_per_transaction (default DefaultRecipientsPerTransaction)
 	idle     time.Duration
 	failures int // consecutive_connection_failures_before_delay
 }
@@ -76,7 +84,8 @@ type pathLimits struct {
 // limitsOf fills in the Transport's defaults for what l leaves unset.
 func (t *Transport) limitsOf(l shaping.Limits) pathLimits {
 	p := pathLimits{conns: t.cfg.MaxConnsPerDest, connRate: l.MaxConnectionRate, msgRate: l.MaxMessageRate,
-		perConn: l.MaxDeliveriesPerConnection, idle: t.cfg.IdleTimeout, failures: defaultFailuresBeforeDelay}
+		perConn: l.MaxDeliveriesPerConnection, idle: t.cfg.IdleTimeout, failures: defaultFailuresBeforeDelay,
+		rcpts: cmp.Or(l.MaxRecipientsPerTransaction, DefaultRecipientsPerTransaction)}
 	if l.ConnectionLimit.IsSet() {
 		p.conns = l.ConnectionLimit.N
 	}

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +18,7 @@ import (
 // deliver sends the message of tk: on the session admission gave it if
 // that is still good for the message (redialling if it turns out dead),
 // else on a new connection in its place.
-func (t *Transport) deliver(ctx context.Context, tk *Ticket, env Envelope, msg []byte) (Result, *Error) {
+func (t *Transport) deliver(ctx context.Context, tk *Ticket, x *txn) (Result, *Error) {
 	g, e := t.connection(ctx, tk)
 	if e != nil {
 		return Result{}, e
@@ -38,9 +39,9 @@ func (t *Transport) deliver(ctx context.Context, tk *Ticket, env Envelope, msg [
 				return Result{}, e
 			}
 			gated, tk.spent = true, true
-			res, e, reusable := t.transact(ctx, s, env, msg)
+			res, e, reusable := t.transact(ctx, s, x)
 			if e == nil || !stale(e) || ctx.Err() != nil {
-				return t.done(tk, tg, s, reusable, true, res, e)
+				return t.done(tk, tg, s, x, reusable, true, res, e)
 			}
 			// The server closed the idle connection (or refuses more
 			// messages on it: 421). Nothing was accepted, so a new
@@ -51,7 +52,7 @@ func (t *Transport) deliver(ctx context.Context, tk *Ticket, env Envelope, msg [
 		s.abort()
 		g = grant{provs: s.provs, dialAt: t.dialTime(tk.p)}
 	}
-	res, e := t.dialAndSend(ctx, tk, g, gated, env, msg, sts)
+	res, e := t.dialAndSend(ctx, tk, g, gated, x, sts)
 	if !gated && e != nil {
 		t.unbook(tk)
 	}
@@ -78,7 +79,7 @@ func (t *Transport) dialTime(p *path) time.Time {
 // preferred temporary one if any (a backup MX refusing must not bounce
 // mail the primary would take later), else the last one, and the path
 // counts a failed connection.
-func (t *Transport) dialAndSend(ctx context.Context, tk *Ticket, g grant, gated bool, env Envelope, msg []byte,
+func (t *Transport) dialAndSend(ctx context.Context, tk *Ticket, g grant, gated bool, x *txn,
 	sts func() *mtasts.Policy) (Result, *Error) {
 	if e := t.sleepUntil(ctx, g.dialAt); e != nil {
 		t.release(tk.p, g.provs)
@@ -100,8 +101,8 @@ func (t *Transport) dialAndSend(ctx context.Context, tk *Ticket, g grant, gated 
 					return Result{}, e
 				}
 			}
-			res, e, reusable := t.transact(ctx, s, env, msg)
-			return t.done(tk, tg, s, reusable, false, res, e)
+			res, e, reusable := t.transact(ctx, s, x)
+			return t.done(tk, tg, s, x, reusable, false, res, e)
 		}
 		e = tg.failedTLS(e)
 		if tk.implicit && e.Stage == StageDNS && !e.Temporary {
@@ -132,13 +133,19 @@ func (t *Transport) dialAndSend(ctx context.Context, tk *Ticket, g grant, gated 
 }
 
 // done hands s back and makes the delivery's answer, with the session's
-// TLS outcome (and what an MTA-STS policy in testing mode reported).
-func (t *Transport) done(tk *Ticket, tg target, s *session, reusable, reused bool, res Result, e *Error) (Result, *Error) {
+// TLS outcome (and what an MTA-STS policy in testing mode reported), which
+// x's refused recipients get too.
+func (t *Transport) done(tk *Ticket, tg target, s *session, x *txn, reusable, reused bool, res Result, e *Error) (Result, *Error) {
 	tlsOut := s.tls
 	if r := joinReports(tg.plan.report, s.tls.Report); tg.mx && r != "" {
 		tlsOut.Report = tg.plan.testingName() + ": " + r
 	}
 	t.finish(tk.p, s, reusable) // s may be another delivery's from here on
+	for _, r := range x.refused {
+		if r != nil {
+			r.TLS = tlsOut
+		}
+	}
 	if e != nil {
 		e.TLS = tlsOut
 		return Result{}, e
@@ -171,10 +178,15 @@ func stale(e *Error) bool {
 
 // transact runs MAIL, RCPT and DATA on s. reusable says whether s can go
 // back to the pool: after success, or after a refusal followed by a
-// successful RSET.
-func (t *Transport) transact(ctx context.Context, s *session, env Envelope, msg []byte) (Result, *Error, bool) {
+// successful RSET. A recipient of several refused alone is in x.refused.
+func (t *Transport) transact(ctx context.Context, s *session, x *txn) (Result, *Error, bool) {
 	stop := context.AfterFunc(ctx, s.conn.abort)
-	res, stage, err := s.send(env, msg)
+	res, stage, err := s.send(x)
+	for i, r := range x.rcptErrs {
+		if r != nil {
+			x.refused[i] = t.fail(ctx, r, StageRcpt, s.host)
+		}
+	}
 	var (
 		local *Error
 		se    *smtp.SMTPError
@@ -198,13 +210,20 @@ func (t *Transport) transact(ctx context.Context, s *session, env Envelope, msg 
 	return Result{}, t.fail(ctx, err, stage, s.host), reusable
 }
 
-// send runs the transaction and returns the stage that failed.
-func (s *session) send(env Envelope, msg []byte) (Result, string, error) {
+// send runs the transaction and returns the stage that failed. With
+// several recipients, a RCPT refused with a reply other than 421 (which
+// ends the session) refuses that recipient alone (x.rcptErrs) and the
+// others go on; DATA is sent only when one was accepted, and its reply is
+// every accepted recipient's. With one recipient, or none accepted, the
+// refusal is the transaction's.
+func (s *session) send(x *txn) (Result, string, error) {
+	x.reset()
+	msg := x.msg
 	opts := &smtp.MailOptions{Size: int64(len(msg))}
-	if !isASCII(env.From) || !isASCII(env.To) || !isASCII(header(msg)) {
+	if !isASCII(x.from) || !allASCII(x.to) || !isASCII(header(msg)) {
 		if ok, _ := s.c.Extension("SMTPUTF8"); ok {
 			opts.UTF8 = true
-		} else if !isASCII(env.From) || !isASCII(env.To) {
+		} else if !isASCII(x.from) || len(x.to) == 1 && !isASCII(x.to[0]) {
 			// RFC 6531 §3.2: a non-ASCII address cannot be sent to a
 			// server without SMTPUTF8 (and no downgrade is defined).
 			return Result{}, StageMail, &Error{Enhanced: "5.6.7", Stage: StageMail, Host: s.host,
@@ -213,11 +232,36 @@ func (s *session) send(env Envelope, msg []byte) (Result, string, error) {
 		// A UTF-8 header alone goes out as is (BODY=8BITMIME when offered).
 	}
 	// go-smtp adds BODY=8BITMIME itself whenever the server offers it.
-	if err := s.c.Mail(env.From, opts); err != nil {
+	if err := s.c.Mail(x.from, opts); err != nil {
 		return Result{}, StageMail, err
 	}
-	if err := s.c.Rcpt(env.To, nil); err != nil {
-		return Result{}, StageRcpt, err
+	var first error // the first refusal the server replied
+	for i, rcpt := range x.to {
+		if !opts.UTF8 && !isASCII(rcpt) { // one of several: the others may go
+			x.rcptErrs[i] = &Error{Enhanced: "5.6.7", Stage: StageRcpt, Host: s.host,
+				Message: "the server does not support SMTPUTF8, needed for a non-ASCII address"}
+			continue
+		}
+		err := s.c.Rcpt(rcpt, nil)
+		var se *smtp.SMTPError
+		switch {
+		case err == nil:
+			continue
+		case len(x.to) == 1 || !errors.As(err, &se) || se.Code == 421:
+			return Result{}, StageRcpt, err
+		}
+		x.rcptErrs[i] = err
+		first = cmp.Or(first, err)
+	}
+	if !slices.Contains(x.rcptErrs, nil) { // every one refused, each with its own reply
+		if first != nil {
+			return Result{}, StageRcpt, first // transact resets the transaction
+		}
+		// Refused here alone: MAIL was accepted, so reset before reuse.
+		if err := s.c.Reset(); err != nil {
+			return Result{}, StageRcpt, err
+		}
+		return Result{}, StageRcpt, x.rcptErrs[0]
 	}
 	w, err := s.c.Data()
 	if err != nil {

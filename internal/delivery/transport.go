@@ -274,22 +274,38 @@ func (t *Transport) SendTicket(ctx context.Context, tk *Ticket, env Envelope, ms
 		tk.Release()
 		return Result{}, e
 	}
+	var res Result
+	res, e = t.run(ctx, tk, &txn{from: env.From, to: []string{env.To}, msg: msg})
+	if e != nil {
+		return Result{}, e
+	}
+	return res, nil
+}
+
+// run sends x on tk and ends tk.
+func (t *Transport) run(ctx context.Context, tk *Ticket, x *txn) (Result, *Error) {
 	tk.ended = true
-	res, e := t.deliver(ctx, tk, env, msg)
+	res, e := t.deliver(ctx, tk, x)
 	if !tk.spent {
 		// Nothing went out through the source (its turn did not come, ctx
 		// ended while it waited, no MX host could be resolved or was
 		// allowed): the warm-up cap counts only deliveries that did.
 		t.refundWarmup(tk)
 	}
+	src, addr := tk.sourceNames()
+	for _, r := range x.refused {
+		if r != nil {
+			r.Source, r.SourceAddress = src, addr
+		}
+	}
 	if e != nil {
 		if e.Wait > 0 {
 			t.unchooseSource(tk) // not attempted: its pick in the round robin goes back
 		}
-		e.Source, e.SourceAddress = tk.sourceNames()
+		e.Source, e.SourceAddress = src, addr
 		return Result{}, e
 	}
-	res.Source, res.SourceAddress = tk.sourceNames()
+	res.Source, res.SourceAddress = src, addr
 	return res, nil
 }
 

@@ -76,6 +76,24 @@
 // the claimed sends, just before the attempts start: a change of settings
 // or a new suppression applies to every delivery claimed after it.
 //
+// # Several recipients in one transaction
+//
+// Deliveries of one send and Message-ID whose copies are the same for
+// every recipient (sharedCopyBlocker: no VERP, no tracking, a raw message
+// or a built one with visible To and Cc) are attempted together when the
+// transport can (GroupTransport): a claim joins those it took at one
+// recipient domain (any domain through a relay) and tops units up
+// with their due siblings (Store.ClaimSiblings) to the site's
+// max_recipients_per_transaction. The unit is admitted once, built and
+// signed once, and sent in one transaction; each delivery keeps its own
+// lease, checks (suppression, suspension, the domain rate, which counts
+// each) and outcome, recorded as a single attempt's would be, and is
+// marked delivered only after the server accepted the message for it. A
+// unit takes one attempt slot and one outcome slot, so what a crash can
+// make us send twice is counted in transactions: at most twice
+// Concurrency of them, each with up to max_recipients_per_transaction
+// recipients.
+//
 // # Waiting for a turn
 //
 // Before it builds the message, an attempt asks the transport whether the

@@ -133,6 +133,9 @@ type Store interface {
 	// Claim leases up to limit due deliveries to owner until leaseUntil,
 	// increments their attempts and records entries(claimed).
 	Claim(ctx context.Context, owner string, now, leaseUntil time.Time, limit int, entries func([]Delivery) []event.Entry) ([]Delivery, error)
+	// ClaimSiblings claims as Claim does, recording nothing, up to limit
+	// due deliveries that f selects, oldest id first.
+	ClaimSiblings(ctx context.Context, owner string, now, leaseUntil time.Time, f Siblings, limit int) ([]Delivery, error)
 	// EnqueueMany does what Enqueue does for each job, all in one
 	// transaction: every job commits or none does.
 	EnqueueMany(ctx context.Context, jobs []EnqueueJob) error

@@ -72,6 +72,8 @@ type Worker struct {
 	completes *groupCommit[*completion] // group commit of outcomes (groupcommit_complete.go)
 	holds     *Holds                    // operator suspensions (hold.go); nil: none
 	auto      *Automation               // automation rules' actions (automation.go); nil: none
+	group     GroupTransport            // transport when it can send to several recipients at once; nil: it cannot
+	limits    rcptLimits                // max_recipients_per_transaction by site, as last admitted (grouping.go)
 
 	// attemptEWMA is the moving mean of attempt durations (ns); it starts
 	// at 0, and a few slow attempts lift it past quickAttempt.
@@ -110,6 +112,7 @@ func NewWorker(cfg WorkerConfig, st Store, events *event.Service, domains *domai
 		owner: host + "/" + hex.EncodeToString(b), wakeCh: make(chan struct{}, 1), sends: newSendCache(st, cfg.Concurrency),
 		heavy: make(chan struct{}, 2)}
 	w.completes = w.newCompleter()
+	w.group, _ = t.(GroupTransport)
 	w.alarm.wake, w.alarm.now = w.Wake, cfg.Now
 	return w
 }
@@ -253,6 +256,8 @@ type claimed struct {
 	d   Delivery
 	pre prefetched
 	at  time.Time // when it was claimed
+	// more are the deliveries that share d's transaction (grouping.go).
+	more []claimed
 }
 
 // claim claims up to n due deliveries and prefetches what they need.
@@ -270,7 +275,7 @@ func (w *Worker) claim(ctx, attemptCtx context.Context, n int) ([]claimed, error
 	for i, d := range ds {
 		out[i] = claimed{d: d, pre: pre[i], at: now}
 	}
-	return out, nil
+	return w.groupClaimed(ctx, attemptCtx, out, len(ds) == n), nil
 }
 
 // start runs c's attempt in slot h.
@@ -279,6 +284,10 @@ func (w *Worker) start(attemptCtx context.Context, c claimed, h *slot) {
 	go func() {
 		defer w.wg.Done()
 		defer h.release()
+		if len(c.more) > 0 {
+			w.safeAttemptGroup(withSlot(attemptCtx, h), c.all())
+			return
+		}
 		w.safeAttempt(withSlot(attemptCtx, h), c.d, c.pre)
 	}()
 }
@@ -299,9 +308,11 @@ func (w *Worker) startOrRelease(attemptCtx context.Context, c claimed, h *slot) 
 func (w *Worker) releaseAhead(cs []claimed) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, c := range cs {
-		if err := w.store.Release(ctx, c.d.ID, w.owner, w.cfg.Now()); err != nil {
-			w.cfg.Logger.Warn("releasing a delivery claimed ahead", "delivery", c.d.ID, "error", err)
+	for _, u := range cs {
+		for _, c := range u.all() {
+			if err := w.store.Release(ctx, c.d.ID, w.owner, w.cfg.Now()); err != nil {
+				w.cfg.Logger.Warn("releasing a delivery claimed ahead", "delivery", c.d.ID, "error", err)
+			}
 		}
 	}
 }

@@ -17,7 +17,9 @@
 // The per-site keys (type Limits) are connection_limit, max_connection_rate,
 // max_message_rate, max_deliveries_per_connection, idle_timeout,
 // enable_tls, enable_mta_sts, enable_dane and
-// consecutive_connection_failures_before_delay. Domain sections add
+// consecutive_connection_failures_before_delay, with Postline's own
+// max_recipients_per_transaction (Postfix's
+// default_destination_recipient_limit; KumoMTA has none). Domain sections add
 // mx_rollup (default true) and replace_base; provider sections add match
 // (a list of {MXSuffix=...}, {DomainSuffix=...}, {HostName=...}),
 // provider_connection_limit and provider_max_message_rate. Values are

@@ -22,6 +22,11 @@ type Limits struct {
 	// consecutive_connection_failures_before_delay: failed connections in
 	// a row before the site is backed off.
 	ConsecutiveConnectionFailuresBeforeDelay int
+	// MaxRecipientsPerTransaction is max_recipients_per_transaction (a
+	// Postline key, Postfix's default_destination_recipient_limit): RCPTs
+	// in one transaction for copies of one identical message; 1 sends
+	// each recipient alone.
+	MaxRecipientsPerTransaction int
 }
 
 // With returns l with every field o sets overriding it: the merge of a
@@ -38,6 +43,9 @@ func (l Limits) With(o Limits) Limits {
 	}
 	if o.MaxDeliveriesPerConnection > 0 {
 		l.MaxDeliveriesPerConnection = o.MaxDeliveriesPerConnection
+	}
+	if o.MaxRecipientsPerTransaction > 0 {
+		l.MaxRecipientsPerTransaction = o.MaxRecipientsPerTransaction
 	}
 	if o.IdleTimeout > 0 {
 		l.IdleTimeout = o.IdleTimeout
@@ -96,6 +104,11 @@ var limitKeys = []limitKey{
 		func(v any, l *Limits) (err error) { l.MaxDeliveriesPerConnection, err = parseInt(v); return },
 		func(l Limits) string {
 			return showIf(strconv.Itoa(l.MaxDeliveriesPerConnection), l.MaxDeliveriesPerConnection > 0)
+		}},
+	{"max_recipients_per_transaction",
+		func(v any, l *Limits) (err error) { l.MaxRecipientsPerTransaction, err = parseInt(v); return },
+		func(l Limits) string {
+			return showIf(strconv.Itoa(l.MaxRecipientsPerTransaction), l.MaxRecipientsPerTransaction > 0)
 		}},
 	{"idle_timeout",
 		func(v any, l *Limits) (err error) { l.IdleTimeout, err = ParseDuration(v); return },

@@ -59,6 +59,9 @@ type Config struct {
 	// domains that no Script names answer 550 5.1.1 (a server that is not
 	// a catch-all there); other recipients are accepted as usual.
 	OnlyDomains []string
+	// NoSMTPUTF8 leaves SMTPUTF8 (RFC 6531) out of the EHLO reply, as
+	// an older server does.
+	NoSMTPUTF8 bool
 }
 
 // Message is one accepted message as received.
@@ -131,7 +134,7 @@ func Start(addr string, cfg Config) (*Sink, error) {
 	srv.TLSConfig = cfg.TLS
 	srv.MaxMessageBytes = cfg.MaxMessageBytes
 	srv.AllowInsecureAuth = true
-	srv.EnableSMTPUTF8 = true
+	srv.EnableSMTPUTF8 = !cfg.NoSMTPUTF8
 	srv.EnableDSN = true
 	srv.ReadTimeout = time.Minute
 	srv.WriteTimeout = time.Minute

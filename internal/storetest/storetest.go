@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) *store.DB) {
 	t.Run("Audit", func(t *testing.T) { t.Parallel(); testAudit(t, open(t)) })
 	t.Run("Queue", func(t *testing.T) { t.Parallel(); testQueue(t, open(t)) })
 	t.Run("QueueClaims", func(t *testing.T) { t.Parallel(); testQueueClaims(t, open(t)) })
+	t.Run("ClaimSiblings", func(t *testing.T) { t.Parallel(); testClaimSiblings(t, open(t)) })
 	t.Run("Suspensions", func(t *testing.T) { t.Parallel(); testSuspensions(t, open(t)) })
 	t.Run("AutomationSuspensions", func(t *testing.T) { t.Parallel(); testAutomationSuspensions(t, open(t)) })
 	t.Run("QueueControl", func(t *testing.T) { t.Parallel(); testQueueControl(t, open(t)) })
