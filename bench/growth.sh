@@ -14,6 +14,7 @@
 # would show as a stall and a burst.
 #
 # Usage: bench/growth.sh [N ...]        BACKLOG=200000 bench/growth.sh 2000 20000 200000
+#        PRIVATE_PG=1 bench/growth.sh ...  (PostgreSQL, a cluster of its own; as root or postgres)
 # Loopback only. Needs bc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,19 +24,33 @@ clients=8
 
 work=$(mktemp -d)
 dbs=()
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+as_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
 cleanup() {
   kill $(jobs -p) 2>/dev/null || true
   wait 2>/dev/null || true
+  if [ -n "${PRIVATE_PG:-}" ]; then as_pg "$pgbin/pg_ctl -D $work/pg -m fast stop" >/dev/null 2>&1 || true; fi
   for db in "${dbs[@]}"; do
     psql -q "$POSTLINE_TEST_DATABASE_URL" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" 2>/dev/null || true
   done
   rm -rf "$work"
 }
 trap cleanup EXIT
+# PRIVATE_PG=1: a PostgreSQL cluster of its own with initdb's defaults (autovacuum on, as a
+# production server has it; a test server may turn it off, and then the outage's updated rows
+# are never cleaned and the drain crawls), port 55434, loopback only.
+if [ -n "${PRIVATE_PG:-}" ]; then
+  mkdir "$work/pg"
+  [ "$(id -u)" = 0 ] && chown postgres "$work" "$work/pg"
+  as_pg "$pgbin/initdb -D $work/pg -A trust -U postgres" >/dev/null
+  as_pg "$pgbin/pg_ctl -D $work/pg -l $work/pg.log -w start -o \"-p 55434 -k $work -c listen_addresses=127.0.0.1\"" >/dev/null
+  export POSTLINE_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:55434/postgres?sslmode=disable"
+fi
 go build -o "$work/postline" ./cmd/postline
 go build -o "$work/mailload" ./bench/mailload
 hz=$(getconf CLK_TCK)
 store=SQLite; [ -n "${POSTLINE_TEST_DATABASE_URL:-}" ] && store=PostgreSQL
+[ "$store" = PostgreSQL ] && store="PostgreSQL $(psql -Atc 'SHOW server_version' "$POSTLINE_TEST_DATABASE_URL" | cut -d' ' -f1), autovacuum $(psql -Atc 'SHOW autovacuum' "$POSTLINE_TEST_DATABASE_URL")"
 echo "store $store; $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # start_serve NAME RELAY_PORT: a fresh data directory (and database), a relay domain, submission
