@@ -36,6 +36,7 @@ trap cleanup EXIT
 
 go build -o "$work/mailload" ./bench/mailload
 "$work/mailload" sink -addr 127.0.0.1:2626 -status 127.0.0.1:2627 &
+sink_pid=$!
 
 # Postline, once per build in POSTLINE_BUILDS: "default" (pure Go, CGO_ENABLED=0, as the
 # Dockerfile builds it) and "openssl" (-tags openssl: RSA signing through the system's libcrypto,
@@ -168,14 +169,18 @@ measure() { # label, mailload flags...
   local pids before after line
   case $label in postline-*) pids=${postline_pid[${label#postline-}]} ;; *) pids=$(postfix_pids) ;; esac
   before=$(cpu $pids)
+  # The load's CPU: the sink's, and the client's (a child this shell waits for, so it lands in
+  # this shell's children's time).
+  local load_before; load_before=$(($(cpu $$) + $(cpu $sink_pid)))
   line=$("$work/mailload" send -n "$n" -c "$clients" -from orders@shop.example -status 127.0.0.1:2627 -label "$label" "$@")
+  local load_after; load_after=$(($(cpu $$) + $(cpu $sink_pid)))
   case $label in postline-*) pids=${postline_pid[${label#postline-}]} ;; *) pids=$(postfix_pids) ;; esac
   after=$(cpu $pids)
   # busy: the server side's CPU over the wall time of the run and the cores; near 100% the
   # machine is the limit, far below it the server waits (fsyncs, round trips, hand-offs).
   local secs; secs=$(echo "$line" | awk -F'\t' '{for (i = 1; i <= NF; i++) if ($i ~ /^delivered /) {sub(/^delivered /, "", $i); sub(/s$/, "", $i); print $i}}')
-  printf '%s\tserver CPU %.2f ms/msg\tbusy %.0f%% of %d cores\n' "$line" "$(echo "($after - $before) * 1000 / $hz / $n" | bc -l)" \
-    "$(echo "($after - $before) / $hz / $secs / $(nproc) * 100" | bc -l)" "$(nproc)"
+  printf '%s\tserver CPU %.2f ms/msg\tbusy %.0f%% of %d cores\tload CPU %.2f ms/msg\n' "$line" "$(echo "($after - $before) * 1000 / $hz / $n" | bc -l)" \
+    "$(echo "($after - $before) / $hz / $secs / $(nproc) * 100" | bc -l)" "$(nproc)" "$(echo "($load_after - $load_before) * 1000 / $hz / $n" | bc -l)"
 }
 # One small warm-up each (process start-up, first key load), not counted.
 postline_round() {

@@ -77,6 +77,10 @@ type Delivery struct {
 	Sender, Subject, Tags string
 	DeliverAt             *time.Time // scheduled time, nil: at once
 	UserVars              string     // the send's user variables JSON (event.UserVariablesHeader), "" for none
+	// Later says, for a claimed delivery, whether its send has a delivery
+	// after it (another recipient of the message): the claim loop asks for
+	// the rest of a message cut by a full claim only when there is one.
+	Later bool
 }
 
 // Since is when the message's age starts: its scheduled time, or when it

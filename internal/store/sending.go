@@ -42,7 +42,8 @@ func insertAttachments(ctx context.Context, q Querier, sendID int64, atts []send
 }
 
 const claimedCols = `d.id, d.send_id, d.domain_id, d.message_id, d.recipient, d.state, d.attempts, d.next_attempt_at,
-	d.created_at, s.from_addr, s.subject, s.tags, s.deliver_at, `
+	d.created_at, s.from_addr, s.subject, s.tags, s.deliver_at,
+	EXISTS (SELECT 1 FROM deliveries o WHERE o.send_id = d.send_id AND o.id > d.id), `
 
 // userVarsSQLite and userVarsPG read the user variables header out of a
 // send's headers JSON (sends s), "" when absent.
@@ -144,7 +145,7 @@ func (s Sending) loadDeliveries(ctx context.Context, q Querier, ids []int64) ([]
 		var next, created int64
 		var deliverAt sql.NullInt64
 		if err := rows.Scan(&d.ID, &d.SendID, &d.DomainID, &d.MessageID, &d.Recipient, &d.State, &d.Attempts, &next,
-			&created, &d.Sender, &d.Subject, &d.Tags, &deliverAt, &d.UserVars); err != nil {
+			&created, &d.Sender, &d.Subject, &d.Tags, &deliverAt, &d.Later, &d.UserVars); err != nil {
 			return nil, err
 		}
 		d.NextAttemptAt, d.CreatedAt, d.DeliverAt = fromMS(next), fromMS(created), nullMS(deliverAt)

@@ -18,7 +18,7 @@ const claimSiblings = `UPDATE deliveries SET state = 'sending', lease_owner = $1
 				AND state IN ('pending', 'deferred') AND next_attempt_at <= $3
 				AND (CAST($6 AS TEXT) = '' OR RCPT_DOMAIN = CAST($6 AS TEXT))
 				AND domain_id NOT IN (` + heldDomains + `)
-				ORDER BY id LIMIT $7) RETURNING id`
+				ORDER BY id LIMIT $7 + 0) RETURNING id`
 
 // ClaimSiblings implements sending.Store.
 func (s Sending) ClaimSiblings(ctx context.Context, owner string, now, leaseUntil time.Time, f sending.Siblings, limit int) ([]sending.Delivery, error) {
@@ -27,7 +27,7 @@ func (s Sending) ClaimSiblings(ctx context.Context, owner string, now, leaseUnti
 	}
 	query := strings.Replace(claimSiblings, "RCPT_DOMAIN", s.db.rcptDomain("recipient"), 1)
 	if s.db.Dialect == Postgres {
-		query = strings.Replace(query, "LIMIT $7)", "LIMIT $7 FOR UPDATE SKIP LOCKED)", 1)
+		query = strings.Replace(query, "LIMIT $7 + 0)", "LIMIT $7 + 0 FOR UPDATE SKIP LOCKED)", 1)
 	}
 	return s.transition(ctx, s.db.InTxUnsynced, func(q Querier) (*sql.Rows, error) {
 		rows, err := s.stmts.query(ctx, q, query, owner, ms(leaseUntil), ms(now), f.SendID, f.MessageID,

@@ -56,6 +56,13 @@ func testClaimSiblings(t *testing.T, db *store.DB) {
 	if got, err := s.Claim(ctx, "w2", now, now.Add(m), 10, noEntries); err != nil || len(got) != 2 ||
 		fmt.Sprint(deliveryIDs(got)) != fmt.Sprint([]int64{ds[5].ID, other[0].ID}) {
 		t.Errorf("Claim after the siblings = %+v, %v; want the other Message-ID's and the other send's only", got, err)
+	} else if got[0].Later || got[1].Later {
+		// f@y.example is its send's last delivery, the other send has one.
+		t.Errorf("claimed %+v: Later set on a send's last delivery", got)
+	}
+	if got, err := s.ClaimSiblings(ctx, "w1", now.Add(2*time.Hour), now.Add(3*time.Hour), sending.Siblings{SendID: snd.ID, MessageID: "one@alice.example"}, 10); err != nil ||
+		len(got) != 1 || got[0].ID != ds[4].ID || !got[0].Later {
+		t.Errorf("ClaimSiblings of e@y.example (f@ comes after it in its send) = %+v, %v; want it with Later set", got, err)
 	}
 	if got, err := s.ClaimSiblings(ctx, "w1", now, now.Add(m), f, 0); err != nil || len(got) != 0 {
 		t.Errorf("ClaimSiblings(limit 0) = %+v, %v; want nothing", got, err)
