@@ -89,16 +89,14 @@ func (w *Worker) siblingsOf(ctx context.Context, c claimed) (Siblings, bool) {
 // claim after another, so that a message to many recipients is claimed in
 // full units rather than spread over the units of concurrent claims.
 //
-// Only units that show a message with more recipients are topped up: two
-// or more in the claim, or the claim's last delivery when the claim was
-// full (the claim may have stopped in the middle of its message) and its
-// send has a delivery after it (Delivery.Later; a top-up after each full
-// claim was 4-5% of the CPU of one-recipient submissions end to end). A
-// message to one recipient, the usual submission, thus costs no query of
-// its own (a top-up per unit cost 15% of the deliveries per second on
-// PostgreSQL); a message whose first recipient came alone at the end of
-// a claim sends that one alone and groups the rest from the next claim.
-func (w *Worker) groupClaimed(ctx, attemptCtx context.Context, cs []claimed, full bool) []claimed {
+// Only units whose message has a recipient after the unit's last one
+// (Delivery.Later of the member with the highest id) are topped up: a
+// message to one recipient, the usual submission, costs no query of its
+// own (a top-up per unit cost 15% of the deliveries per second on
+// PostgreSQL, and one after every full claim 4-5% of the CPU end to end),
+// and a message's recipients given back or retried one by one are joined
+// again whenever one of them is claimed, however the claims cut them.
+func (w *Worker) groupClaimed(ctx, attemptCtx context.Context, cs []claimed) []claimed {
 	if w.group == nil {
 		return cs
 	}
@@ -118,15 +116,8 @@ func (w *Worker) groupClaimed(ctx, attemptCtx context.Context, cs []claimed, ful
 		unitOf[f] = len(out)
 		out, keys = append(out, c), append(keys, f)
 	}
-	last := -1 // the unit of the claim's last delivery
-	if full && len(cs) > 0 && cs[len(cs)-1].d.Later {
-		last = len(out) - 1
-		if f, ok := w.siblingsOf(attemptCtx, cs[len(cs)-1]); ok {
-			last = unitOf[f]
-		}
-	}
 	for i, f := range keys {
-		if len(out[i].more) == 0 && i != last {
+		if !laterThan(out[i]) {
 			continue
 		}
 		if n := w.limits.get(f) - 1 - len(out[i].more); f.SendID != 0 && n > 0 {
@@ -134,6 +125,18 @@ func (w *Worker) groupClaimed(ctx, attemptCtx context.Context, cs []claimed, ful
 		}
 	}
 	return out
+}
+
+// laterThan reports whether c's message has a delivery after every member
+// of c's unit: its member with the highest id has Later.
+func laterThan(c claimed) bool {
+	top := c.d
+	for _, m := range c.more {
+		if m.d.ID > top.ID {
+			top = m.d
+		}
+	}
+	return top.Later
 }
 
 // claimSiblings claims up to n more deliveries for c's unit, with their

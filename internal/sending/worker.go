@@ -275,7 +275,7 @@ func (w *Worker) claim(ctx, attemptCtx context.Context, n int) ([]claimed, error
 	for i, d := range ds {
 		out[i] = claimed{d: d, pre: pre[i], at: now}
 	}
-	return w.groupClaimed(ctx, attemptCtx, out, len(ds) == n), nil
+	return w.groupClaimed(ctx, attemptCtx, out), nil
 }
 
 // start runs c's attempt in slot h.
