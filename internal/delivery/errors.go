@@ -59,6 +59,12 @@ type Error struct {
 	// or, when none was opened, no version under the policy that applied.
 	// The zero value (Policy "") when the attempt never reached a host.
 	TLS TLSOutcome
+	// Shared, when above 1, is how many recipients this one reply answered:
+	// the end-of-DATA reply of a transaction with several accepted RCPTs
+	// (SendTicketAll). It names none of them alone, so it is never a
+	// rejection of a recipient (RecipientRejected): one unknown address
+	// named at DATA must not put the other recipients on the bounce list.
+	Shared int
 	// Wait, when positive, says nothing was attempted: the delivery waited
 	// its turn for a connection of its egress path in vain (the path was
 	// busy at its limits). Ask Admit again after Wait; it is not an
@@ -199,7 +205,7 @@ func isTLSError(err error) bool {
 // deliverable. Policy refusals (5.7.x, e.g. a blocklisted sending IP) are
 // not either: suppressing the recipient would punish it for our problem.
 func (e *Error) RecipientRejected() bool {
-	if e == nil || e.Temporary {
+	if e == nil || e.Temporary || e.Shared > 1 {
 		return false
 	}
 	switch e.Stage {

@@ -49,7 +49,10 @@ type Outcome struct {
 // MaxRecipients is max_recipients_per_transaction for tk's egress path:
 // how many recipients SendTicketAll may name in its transaction.
 func (tk *Ticket) MaxRecipients() int {
-	if tk == nil {
+	if tk == nil || !tk.warmDay.IsZero() {
+		// A source under a warm-up cap counts messages a day, and mailbox
+		// providers judge a new address by the recipients it reaches:
+		// one recipient a message keeps the cap a count of recipients.
 		return 1
 	}
 	return max(1, tk.lim.rcpts)
@@ -102,6 +105,15 @@ func (t *Transport) SendTicketAll(ctx context.Context, tk *Ticket, from string, 
 		return fail(e)
 	}
 	res, e := t.run(ctx, tk, x)
+	if e != nil && e.Stage == StageData {
+		accepted := len(x.to)
+		for _, r := range x.refused {
+			if r != nil {
+				accepted--
+			}
+		}
+		e.Shared = accepted
+	}
 	for k, i := range idx {
 		switch {
 		case x.refused != nil && x.refused[k] != nil:

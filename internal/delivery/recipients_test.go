@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/delivery"
+	"github.com/postline/postline/internal/egress"
 	"github.com/postline/postline/internal/smtptest"
 )
 
@@ -138,5 +139,68 @@ func TestSendTicketAllNonASCIIWithoutSMTPUTF8(t *testing.T) {
 	}
 	if got := f.sink.Sessions() - f.base; got != 1 {
 		t.Errorf("%d sessions, want the one connection reused after the reset", got)
+	}
+}
+
+// TestSendTicketAllDataReplyNamesNoOne: a 550 5.1.1 at the end of DATA of a
+// transaction with two accepted recipients fails both, permanently, but
+// rejects neither as a recipient (no bounce-list entry for the address the
+// reply did not name); with one recipient it is that recipient's rejection.
+func TestSendTicketAllDataReplyNamesNoOne(t *testing.T) {
+	t.Parallel()
+	f := setup(t, smtptest.Config{})
+	f.mx([]string{"mx.example.test"}, "example.test")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f.sink.ScriptData("ann@example.test", smtptest.Reply{Code: 550, Enhanced: [3]int{5, 1, 1}, Message: "<ann@example.test>: user unknown"})
+	rcpts := []string{"ann@example.test", "bob@example.test"}
+	tk, _, err := f.tr.Admit(ctx, direct, rcpts[0])
+	if err != nil || tk == nil {
+		t.Fatalf("Admit: %v, %v", tk, err)
+	}
+	out := f.tr.SendTicketAll(ctx, tk, "a@sender.test", rcpts, []byte(testMsg))
+	for i, o := range out {
+		if e := delivery.Classify(o.Err); e.Code != 550 || e.Temporary || e.Stage != delivery.StageData || e.RecipientRejected() || e.Shared != 2 {
+			t.Errorf("%s: %+v, want the permanent 550 at DATA, shared by 2, no recipient rejected", rcpts[i], e)
+		}
+	}
+	f.sink.ScriptData("ann@example.test", smtptest.Reply{Code: 550, Enhanced: [3]int{5, 1, 1}, Message: "<ann@example.test>: user unknown"})
+	tk, _, err = f.tr.Admit(ctx, direct, rcpts[0])
+	if err != nil || tk == nil {
+		t.Fatalf("Admit: %v, %v", tk, err)
+	}
+	out = f.tr.SendTicketAll(ctx, tk, "a@sender.test", rcpts[:1], []byte(testMsg))
+	if e := delivery.Classify(out[0].Err); e.Code != 550 || !e.RecipientRejected() {
+		t.Errorf("ann alone: %+v, want her rejection", e)
+	}
+}
+
+// TestWarmupSendsOneRecipientATransaction: a ticket through a source under
+// a warm-up cap carries one recipient, so the cap counts recipients; a
+// source without a cap takes the default.
+func TestWarmupSendsOneRecipientATransaction(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2025, 3, 1, 18, 0, 0, 0, time.UTC) // day 0: ip-3 may send 3
+	cfg, err := egress.Parse(egressFile + "\n[pool.\"warm\"]\nentries = [{name = \"ip-3\"}]\n[pool.\"cold\"]\nentries = [{name = \"ip-2\"}]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := setup(t, smtptest.Config{}, func(c *delivery.Config) {
+		c.Egress = cfg
+		c.Now = func() time.Time { return now }
+	})
+	f.dns.AddMX("example.test", 10, "mx.example.test")
+	f.dns.AddA("mx.example.test", "127.0.0.1")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for pool, want := range map[string]int{"warm": 1, "cold": delivery.DefaultRecipientsPerTransaction} {
+		tk, _, err := f.tr.Admit(ctx, delivery.Route{Mode: delivery.ModeDirect, Pool: pool}, "b@example.test")
+		if err != nil || tk == nil {
+			t.Fatalf("Admit through %s: %v, %v", pool, tk, err)
+		}
+		if got := tk.MaxRecipients(); got != want {
+			t.Errorf("pool %s: MaxRecipients() = %d, want %d", pool, got, want)
+		}
+		tk.Release()
 	}
 }
