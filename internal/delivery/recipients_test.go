@@ -204,3 +204,45 @@ func TestWarmupSendsOneRecipientATransaction(t *testing.T) {
 		tk.Release()
 	}
 }
+
+// TestSendTicketAllTooManyRecipients: a server that takes no more RCPTs
+// (452 4.5.3, RFC 5321 §4.5.3.1.10) gets the message for those it took;
+// the one it refused and those not yet asked go back without an attempt
+// (Wait), not deferred or failed one by one.
+func TestSendTicketAllTooManyRecipients(t *testing.T) {
+	t.Parallel()
+	f := setup(t, smtptest.Config{})
+	f.mx([]string{"mx.example.test"}, "example.test")
+	f.sink.Script("cy@example.test", smtptest.Reply{Code: 452, Enhanced: [3]int{4, 5, 3}, Message: "Too many recipients"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rcpts := []string{"ann@example.test", "bob@example.test", "cy@example.test", "dee@example.test"}
+	tk, _, err := f.tr.Admit(ctx, direct, rcpts[0])
+	if err != nil || tk == nil {
+		t.Fatalf("Admit: %v, %v", tk, err)
+	}
+	out := f.tr.SendTicketAll(ctx, tk, "a@sender.test", rcpts, []byte(testMsg))
+	for _, i := range []int{0, 1} {
+		if out[i].Err != nil || out[i].Result.Code != 250 {
+			t.Errorf("%s: %+v, want delivered", rcpts[i], out[i])
+		}
+	}
+	for _, i := range []int{2, 3} {
+		if e := delivery.Classify(out[i].Err); e == nil || e.Wait <= 0 || !e.Temporary {
+			t.Errorf("%s: %+v, want back to the queue without an attempt (Wait)", rcpts[i], e)
+		}
+	}
+	if msgs := f.sink.Messages(); len(msgs) != 1 || !slices.Equal(msgs[0].To, rcpts[:2]) {
+		t.Errorf("the sink got %v, want one message to ann and bob", msgs)
+	}
+	// A 452 about a full mailbox is that recipient's own: the others go on.
+	f.sink.Script("cy@example.test", smtptest.Reply{Code: 452, Enhanced: [3]int{4, 2, 2}, Message: "mailbox full"})
+	tk, _, err = f.tr.Admit(ctx, direct, rcpts[0])
+	if err != nil || tk == nil {
+		t.Fatalf("Admit: %v, %v", tk, err)
+	}
+	out = f.tr.SendTicketAll(ctx, tk, "a@sender.test", rcpts, []byte(testMsg))
+	if e := delivery.Classify(out[2].Err); e == nil || e.Wait != 0 || !e.Temporary || out[3].Err != nil {
+		t.Errorf("cy: %+v, dee: %+v; want cy deferred alone, dee delivered", e, out[3].Err)
+	}
+}

@@ -250,6 +250,16 @@ func (s *session) send(x *txn) (Result, string, error) {
 		case len(x.to) == 1 || !errors.As(err, &se) || se.Code == 421:
 			return Result{}, StageRcpt, err
 		}
+		if tooManyRecipients(se) {
+			// RFC 5321 §4.5.3.1.10: the server takes no more recipients in
+			// this transaction; the rest go in another, later, without an
+			// attempt counted (Wait), and DATA goes to those accepted.
+			for j := i; j < len(x.to); j++ {
+				x.rcptErrs[j] = &Error{Code: se.Code, Enhanced: "4.5.3", Temporary: true, Stage: StageRcpt, Host: s.host,
+					Wait: time.Second, Message: "the server takes no more recipients in this transaction: " + se.Message}
+			}
+			break
+		}
 		x.rcptErrs[i] = err
 		first = cmp.Or(first, err)
 	}
@@ -279,6 +289,21 @@ func (s *session) send(x *txn) (Result, string, error) {
 		res.Enhanced, res.Message = code, text
 	}
 	return res, "", nil
+}
+
+// tooManyRecipients reports whether a RCPT reply says the transaction has
+// as many recipients as the server takes: 452 (or 552, which RFC 5321
+// §4.5.3.1.10 says to treat as temporary here) with 4.5.3 or 5.5.3, or
+// with "too many recipients" in its text. A 452 about a full mailbox
+// (4.2.2) is that recipient's own.
+func tooManyRecipients(se *smtp.SMTPError) bool {
+	if se.Code != 452 && se.Code != 552 {
+		return false
+	}
+	if se.EnhancedCode[1] == 5 && se.EnhancedCode[2] == 3 {
+		return true
+	}
+	return strings.Contains(strings.ToLower(se.Message), "too many recipients")
 }
 
 // header returns the header section of msg.
