@@ -67,7 +67,10 @@ func sharedCopyBlocker(snd Send, dom domain.Domain, tracking, verp bool) string 
 // siblingsOf says which deliveries may share c's transaction, false when
 // none may (c's send differs per recipient, or is not known yet).
 func (w *Worker) siblingsOf(ctx context.Context, c claimed) (Siblings, bool) {
-	if w.group == nil || !c.pre.loaded || c.d.SendID == 0 {
+	// A send prefetch could not keep in the cache (large attachments past
+	// its byte budget) goes alone: loading it here would stall the claim
+	// loop, which serves every tenant, on one tenant's attachments.
+	if w.group == nil || !c.pre.loaded || c.d.SendID == 0 || !w.sends.has(c.d.SendID) {
 		return Siblings{}, false
 	}
 	snd, _, err := w.sends.get(ctx, c.d.SendID)

@@ -65,6 +65,11 @@ func (l Limits) With(o Limits) Limits {
 	return l
 }
 
+// MaxRecipientsPerTransactionLimit is the largest
+// max_recipients_per_transaction a shaping file may set (RFC 5321 asks
+// servers to take at least 100; few take more than 1,000).
+const MaxRecipientsPerTransactionLimit = 1000
+
 // KeyValue is one setting as a shaping file names and writes it.
 type KeyValue struct {
 	Key, Value string
@@ -106,7 +111,16 @@ var limitKeys = []limitKey{
 			return showIf(strconv.Itoa(l.MaxDeliveriesPerConnection), l.MaxDeliveriesPerConnection > 0)
 		}},
 	{"max_recipients_per_transaction",
-		func(v any, l *Limits) (err error) { l.MaxRecipientsPerTransaction, err = parseInt(v); return },
+		func(v any, l *Limits) (err error) {
+			n, err := parseInt(v)
+			if err == nil && n > MaxRecipientsPerTransactionLimit {
+				// Each recipient of a transaction holds its own lease renewal
+				// while it runs: the unit size is a resource bound too.
+				return fmt.Errorf("at most %d, got %d", MaxRecipientsPerTransactionLimit, n)
+			}
+			l.MaxRecipientsPerTransaction = n
+			return err
+		},
 		func(l Limits) string {
 			return showIf(strconv.Itoa(l.MaxRecipientsPerTransaction), l.MaxRecipientsPerTransaction > 0)
 		}},

@@ -31,6 +31,9 @@ func TestBadValuesNameFileLineAndKey(t *testing.T) {
 		line       int
 		key, why   string
 	}{
+		{"too many recipients a transaction", `["default"]
+max_recipients_per_transaction = 5000
+`, 2, `default.max_recipients_per_transaction`, "at most 1000"},
 		{"rate without unit", `["default"]
 connection_limit = 10
 max_message_rate = "100"
