@@ -24,12 +24,11 @@ clients=8
 
 work=$(mktemp -d)
 dbs=()
-pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-as_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
+. bench/privatepg.sh
 cleanup() {
   kill $(jobs -p) 2>/dev/null || true
   wait 2>/dev/null || true
-  if [ -n "${PRIVATE_PG:-}" ]; then as_pg "$pgbin/pg_ctl -D $work/pg -m fast stop" >/dev/null 2>&1 || true; fi
+  if [ -n "${PRIVATE_PG:-}" ]; then private_pg_stop "$work"; fi
   for db in "${dbs[@]}"; do
     psql -q "$POSTLINE_TEST_DATABASE_URL" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" 2>/dev/null || true
   done
@@ -40,10 +39,7 @@ trap cleanup EXIT
 # production server has it; a test server may turn it off, and then the outage's updated rows
 # are never cleaned and the drain crawls), port 55434, loopback only.
 if [ -n "${PRIVATE_PG:-}" ]; then
-  mkdir "$work/pg"
-  [ "$(id -u)" = 0 ] && chown postgres "$work" "$work/pg"
-  as_pg "$pgbin/initdb -D $work/pg -A trust -U postgres" >/dev/null
-  as_pg "$pgbin/pg_ctl -D $work/pg -l $work/pg.log -w start -o \"-p 55434 -k $work -c listen_addresses=127.0.0.1\"" >/dev/null
+  private_pg_start "$work" 55434
   export POSTLINE_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:55434/postgres?sslmode=disable"
 fi
 go build -o "$work/postline" ./cmd/postline

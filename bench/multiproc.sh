@@ -42,13 +42,12 @@ work=$(mktemp -d)
 chmod 755 "$work"
 dbs=()
 pids=()
-pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-as_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
+. bench/privatepg.sh
 cleanup() {
   kill $(jobs -p) 2>/dev/null || true
   wait 2>/dev/null || true
   if [ -n "$private" ]; then
-    as_pg "$pgbin/pg_ctl -D $work/pg -m fast stop" >/dev/null 2>&1 || true
+    private_pg_stop "$work"
   else
     for db in "${dbs[@]}"; do
       psql -q "$admin" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" 2>/dev/null || true
@@ -58,11 +57,7 @@ cleanup() {
 }
 trap cleanup EXIT
 if [ -n "$private" ]; then
-  mkdir "$work/pg"
-  [ "$(id -u)" = 0 ] && chown postgres "$work" "$work/pg"
-  as_pg "$pgbin/initdb -D $work/pg -A trust -U postgres" >/dev/null
-  as_pg "$pgbin/pg_ctl -D $work/pg -l $work/pg.log -w start -o \"-p 55433 -k $work -c listen_addresses=127.0.0.1 \
-    -c max_connections=200 -c shared_preload_libraries=pg_stat_statements\"" >/dev/null
+  private_pg_start "$work" 55433 "-c max_connections=200 -c shared_preload_libraries=pg_stat_statements"
   admin="postgres://postgres@127.0.0.1:55433/postgres?sslmode=disable"
   psql -q "$admin" -c 'CREATE EXTENSION pg_stat_statements'
 else

@@ -7,15 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-3000}
-bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 work=$(mktemp -d); chmod 755 "$work"
-as_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
-[ "$(id -u)" = 0 ] && chown postgres "$work"
-cleanup() { as_pg "$bin/pg_ctl -D $work/data -m fast stop" >/dev/null 2>&1 || true; rm -rf "$work"; }
+. bench/privatepg.sh
+cleanup() { private_pg_stop "$work"; rm -rf "$work"; }
 trap cleanup EXIT
-as_pg "$bin/initdb -D $work/data -A trust -U postgres" >/dev/null
-as_pg "$bin/pg_ctl -D $work/data -l $work/log -w start -o \"-p 55432 -k $work -c listen_addresses=127.0.0.1 \
-  -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all\"" >/dev/null
+private_pg_start "$work" 55432 "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
 url="postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable"
 psql "$url" -qc 'CREATE EXTENSION pg_stat_statements'
 psql "$url" -qc 'CREATE DATABASE bench'
