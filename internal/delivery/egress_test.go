@@ -27,11 +27,11 @@ warmup_start = "2025-03-01"
 entries = [{name = "ip-2", weight = 1}, {name = "ip-3", weight = 3}]
 `
 
-// egressSetup is a fixture whose transport has egressFile's pools and a
-// clock at now.
-func egressSetup(t *testing.T, now *time.Time) *fixture {
+// egressSetup is a fixture whose transport has egressFile's pools, and
+// the pools of more (egress file text) if any, and a clock at now.
+func egressSetup(t *testing.T, now *time.Time, more ...string) *fixture {
 	t.Helper()
-	cfg, err := egress.Parse(egressFile)
+	cfg, err := egress.Parse(egressFile + strings.Join(more, "\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,13 +103,7 @@ func TestPoolWarmup(t *testing.T) {
 	}
 
 	// A pool of ip-3 alone: full for the day, Admit says wait until midnight.
-	cfg, _ := egress.Parse(egressFile + "\n[pool.\"warm\"]\nentries = [{name = \"ip-3\"}]\n")
-	g := setup(t, smtptest.Config{}, func(c *delivery.Config) {
-		c.Egress = cfg
-		c.Now = func() time.Time { return now }
-	})
-	g.dns.AddMX("example.test", 10, "mx.example.test")
-	g.dns.AddA("mx.example.test", "127.0.0.1")
+	g := egressSetup(t, &now, "\n[pool.\"warm\"]\nentries = [{name = \"ip-3\"}]\n")
 	warm := delivery.Route{Mode: delivery.ModeDirect, Pool: "warm"}
 	for range 5 {
 		if _, err := g.send(t, warm, "b@example.test"); err != nil {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/delivery"
-	"github.com/postline/postline/internal/egress"
 	"github.com/postline/postline/internal/smtptest"
 )
 
@@ -181,16 +180,7 @@ func TestSendTicketAllDataReplyNamesNoOne(t *testing.T) {
 func TestWarmupSendsOneRecipientATransaction(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2025, 3, 1, 18, 0, 0, 0, time.UTC) // day 0: ip-3 may send 3
-	cfg, err := egress.Parse(egressFile + "\n[pool.\"warm\"]\nentries = [{name = \"ip-3\"}]\n[pool.\"cold\"]\nentries = [{name = \"ip-2\"}]\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := setup(t, smtptest.Config{}, func(c *delivery.Config) {
-		c.Egress = cfg
-		c.Now = func() time.Time { return now }
-	})
-	f.dns.AddMX("example.test", 10, "mx.example.test")
-	f.dns.AddA("mx.example.test", "127.0.0.1")
+	f := egressSetup(t, &now, "\n[pool.\"warm\"]\nentries = [{name = \"ip-3\"}]\n[pool.\"cold\"]\nentries = [{name = \"ip-2\"}]\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for pool, want := range map[string]int{"warm": 1, "cold": delivery.DefaultRecipientsPerTransaction} {
