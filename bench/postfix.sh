@@ -14,6 +14,7 @@
 #
 # Usage: bench/postfix.sh [N, default 2000] [rounds, default 3] [clients, default 8]
 #        POSTLINE_BUILDS="default openssl" bench/postfix.sh 2000 3 8   (both builds, same run)
+#        POSTLINE_RELAY_CONNECTIONS=8: the relay to the sink takes 8 connections (default 4)
 #        POSTLINE_PROFILE_DIR=DIR: each Postline writes DIR/postline-BUILD.pprof (serve --cpu-profile)
 #        over the whole run; read it with go tool pprof -top DIR/postline-BUILD.pprof
 set -euo pipefail
@@ -42,9 +43,17 @@ sink_pid=$!
 # Dockerfile builds it) and "openssl" (-tags openssl: RSA signing through the system's libcrypto,
 # needs libssl-dev); each its own process, data directory and submission port (2587, 2588), a
 # relay domain pointing at the sink.
+# POSTLINE_RELAY_CONNECTIONS=N gives the relay (the sink) a connection_limit of N in a shaping
+# file (unset: Postline's default, 4 connections a site; Postfix's default for the same relay is
+# default_destination_concurrency_limit, 20).
+shaping=
+if [ -n "${POSTLINE_RELAY_CONNECTIONS:-}" ]; then
+  shaping="POSTLINE_SHAPING_FILE=$work/shaping.toml"
+  printf '["127.0.0.1"]\nconnection_limit = %d\n' "$POSTLINE_RELAY_CONNECTIONS" >"$work/shaping.toml"
+fi
 pl_env() { # build, submission port: the environment of that Postline
   echo "POSTLINE_DATA_DIR=$work/postline-$1-data POSTLINE_ADDR=127.0.0.1:$(($2 - 7)) POSTLINE_LOG_LEVEL=warn" \
-    "POSTLINE_SUBMISSION_LISTEN=127.0.0.1:$2 POSTLINE_SUBMISSION_ALLOW_PLAIN_AUTH=true POSTLINE_RATE_DOMAIN_PER_MINUTE=100000000"
+    "POSTLINE_SUBMISSION_LISTEN=127.0.0.1:$2 POSTLINE_SUBMISSION_ALLOW_PLAIN_AUTH=true POSTLINE_RATE_DOMAIN_PER_MINUTE=100000000 $shaping"
 }
 builds=${POSTLINE_BUILDS:-default}
 declare -A postline_pid submit_port

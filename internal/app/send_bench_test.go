@@ -148,33 +148,16 @@ func resetStatementStats(b *testing.B, a *app.App, d store.Dialect) {
 //
 //	go test -run '^$' -bench BenchmarkDeliveryVsRawSMTP -benchtime 2000x ./internal/app/
 func BenchmarkDeliveryVsRawSMTP(b *testing.B) {
-	b.Run("postline", func(b *testing.B) {
-		sink := smtptest.New(b, smtptest.Config{})
-		a, srv, auth := benchApp(b, store.SQLite, sink)
-		user, key, _ := strings.Cut(auth, ":")
-		for i := 0; i < b.N; i++ { // queue first, so only delivery is timed
-			ct, body := sendBody(i)
-			req, _ := http.NewRequest("POST", srv.URL+"/api/domains/shop.example.com/message", bytes.NewReader(body))
-			req.Header.Set("Content-Type", ct)
-			req.SetBasicAuth(user, key)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil || resp.StatusCode != 202 {
-				b.Fatal(err)
-			}
-			resp.Body.Close()
-		}
-		b.ResetTimer()
-		cpu := processCPU()
-		if err := a.StartWorkers(context.Background()); err != nil {
+	b.Run("postline", func(b *testing.B) { benchDelivery(b, nil) })
+	// As many connections to the sink as workers, as the ceiling's loop
+	// has: the default connection_limit (4) lets half the workers wait
+	// in the path's line.
+	b.Run("postline-conns-as-workers", func(b *testing.B) {
+		file := filepath.Join(b.TempDir(), "shaping.toml")
+		if err := os.WriteFile(file, fmt.Appendf(nil, "[\"127.0.0.1\"]\nconnection_limit = %d\n", benchWorkers()), 0o600); err != nil {
 			b.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		if _, err := sink.WaitForMessages(ctx, b.N); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
-		reportCPU(b, cpu)
+		benchDelivery(b, func(c *config.Config) { c.ShapingFiles = []string{file} })
 	})
 	b.Run("raw-go-smtp", func(b *testing.B) {
 		sink := smtptest.New(b, smtptest.Config{})
@@ -312,4 +295,34 @@ func benchWorkers() int {
 		return n
 	}
 	return config.Default().DeliveryWorkers
+}
+
+// benchDelivery queues b.N messages and times their delivery to a local sink.
+func benchDelivery(b *testing.B, edit func(*config.Config)) {
+	sink := smtptest.New(b, smtptest.Config{})
+	a, srv, auth := benchAppWith(b, store.SQLite, sink, edit)
+	user, key, _ := strings.Cut(auth, ":")
+	for i := 0; i < b.N; i++ { // queue first, so only delivery is timed
+		ct, body := sendBody(i)
+		req, _ := http.NewRequest("POST", srv.URL+"/api/domains/shop.example.com/message", bytes.NewReader(body))
+		req.Header.Set("Content-Type", ct)
+		req.SetBasicAuth(user, key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 202 {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	b.ResetTimer()
+	cpu := processCPU()
+	if err := a.StartWorkers(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := sink.WaitForMessages(ctx, b.N); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+	reportCPU(b, cpu)
 }
