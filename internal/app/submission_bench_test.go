@@ -1,11 +1,9 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,7 +30,6 @@ func BenchmarkSubmissionVsHTTP(b *testing.B) {
 	b.Run("http", func(b *testing.B) {
 		sink := smtptest.New(b, smtptest.Config{})
 		_, srv, auth := benchApp(b, store.SQLite, sink)
-		user, key, _ := strings.Cut(auth, ":")
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		b.ResetTimer()
@@ -41,16 +38,10 @@ func BenchmarkSubmissionVsHTTP(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
-					ct, body := sendBody(int(i))
-					req, _ := http.NewRequest("POST", srv.URL+"/api/domains/shop.example.com/message", bytes.NewReader(body))
-					req.Header.Set("Content-Type", ct)
-					req.SetBasicAuth(user, key)
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil || resp.StatusCode != 202 {
+					if err := postSend(srv.URL, auth, int(i)); err != nil {
 						b.Error(err)
 						return
 					}
-					resp.Body.Close()
 				}
 			}()
 		}
