@@ -167,17 +167,7 @@ func resetStatementStats(b *testing.B, a *app.App, d store.Dialect) {
 //
 //	go test -run '^$' -bench BenchmarkDeliveryVsRawSMTP -benchtime 2000x ./internal/app/
 func BenchmarkDeliveryVsRawSMTP(b *testing.B) {
-	b.Run("postline", func(b *testing.B) { benchDelivery(b, nil) })
-	// As many connections to the sink as workers, as the ceiling's loop
-	// has: the default connection_limit (4) lets half the workers wait
-	// in the path's line.
-	b.Run("postline-conns-as-workers", func(b *testing.B) {
-		file := filepath.Join(b.TempDir(), "shaping.toml")
-		if err := os.WriteFile(file, fmt.Appendf(nil, "[\"127.0.0.1\"]\nconnection_limit = %d\n", benchWorkers()), 0o600); err != nil {
-			b.Fatal(err)
-		}
-		benchDelivery(b, func(c *config.Config) { c.ShapingFiles = []string{file} })
-	})
+	b.Run("postline", benchDelivery)
 	b.Run("raw-go-smtp", func(b *testing.B) {
 		sink := smtptest.New(b, smtptest.Config{})
 		_, body := sendBody(0)
@@ -317,9 +307,9 @@ func benchWorkers() int {
 }
 
 // benchDelivery queues b.N messages and times their delivery to a local sink.
-func benchDelivery(b *testing.B, edit func(*config.Config)) {
+func benchDelivery(b *testing.B) {
 	sink := smtptest.New(b, smtptest.Config{})
-	a, srv, auth := benchAppWith(b, store.SQLite, sink, edit)
+	a, srv, auth := benchApp(b, store.SQLite, sink)
 	for i := 0; i < b.N; i++ { // queue first, so only delivery is timed
 		if err := postSend(srv.URL, auth, i); err != nil {
 			b.Fatal(err)

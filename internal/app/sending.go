@@ -51,6 +51,9 @@ func (a *App) openSending(secretKey []byte, box *secret.Box) error {
 		Warmup:    store.NewRateCounter(a.DB),
 		Now:       a.opts.Now,
 		Overrides: a.shapingOverrides,
+		// A relay takes as many connections as there are workers to use
+		// them (a site keeps the default 4).
+		MaxConnsPerRelay: cfg.DeliveryWorkers,
 	})
 	if err != nil {
 		return err

@@ -185,7 +185,7 @@ func (t *Transport) prepare(ctx context.Context, r Route, rcpt string) (*Ticket,
 	default:
 		return nil, 0, configError("unknown route mode %q", r.Mode)
 	}
-	tk.lim, tk.provLimits, tk.rules = t.limitsOf(s.Limits), s.ProviderLimits, s.Automation
+	tk.lim, tk.provLimits, tk.rules = t.limitsOf(s.Limits, r.Mode == ModeSMTP), s.ProviderLimits, s.Automation
 	return tk, 0, nil
 }
 

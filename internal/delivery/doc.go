@@ -184,9 +184,10 @@
 // delivery; a relay takes the settings of its host name. Each path
 // enforces, in this process (DefaultShaping lists the defaults):
 //
-//   - connection_limit (default Config.MaxConnsPerDest, 4): connections
-//     busy, idle or being dialled. A connection counts until the reply to
-//     its QUIT arrives or it is closed.
+//   - connection_limit (default Config.MaxConnsPerDest, 4; for a relay
+//     Config.MaxConnsPerRelay): connections busy, idle or being dialled.
+//     A connection counts until the reply to its QUIT arrives or it is
+//     closed.
 //   - max_connection_rate: new connections, and max_message_rate: message
 //     starts. Both are spaced evenly (a burst of 1 unless the rate says
 //     max_burst), so no window of the rate's period holds more than its

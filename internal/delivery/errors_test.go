@@ -160,6 +160,7 @@ func TestNewConfig(t *testing.T) {
 		{"bad port", delivery.Config{Resolver: res, MXPort: 70000}, false},
 		{"negative timeout", delivery.Config{Resolver: res, CommandTimeout: -1}, false},
 		{"negative conns", delivery.Config{Resolver: res, MaxConnsPerDest: -1}, false},
+		{"negative relay conns", delivery.Config{Resolver: res, MaxConnsPerRelay: -1}, false},
 		{"helo with space", delivery.Config{Resolver: res, HeloName: "a b"}, false},
 	}
 	for _, tt := range tests {

@@ -98,6 +98,49 @@ func TestMaxConnsPerDest(t *testing.T) {
 	}
 }
 
+// TestMaxConnsPerRelay: a relay's path takes MaxConnsPerRelay connections
+// where a site's takes MaxConnsPerDest. The sink holds each DATA reply, so
+// concurrent sends need as many connections as the path allows: the sink
+// sees exactly that many sessions, to the relay and to a site alike.
+func TestMaxConnsPerRelay(t *testing.T) {
+	t.Parallel()
+	f := setup(t, smtptest.Config{DataDelay: 100 * time.Millisecond}, func(c *delivery.Config) {
+		c.MaxConnsPerDest, c.MaxConnsPerRelay = 1, 3
+	})
+	f.mx([]string{"mx.example.test"}, "example.test")
+	for _, tc := range []struct {
+		name  string
+		route delivery.Route
+		want  int
+	}{{"relay", f.relay(), 3}, {"site", direct, 1}} {
+		before := f.sessions()
+		const n = 9
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				if _, err := f.send(t, tc.route, fmt.Sprintf("%s%d@example.test", tc.name, i)); err != nil {
+					t.Errorf("%s: Send: %v", tc.name, err)
+				}
+			})
+		}
+		wg.Wait()
+		if got := f.sessions() - before; got != tc.want {
+			t.Errorf("%s: the sink saw %d sessions for %d concurrent sends, want %d", tc.name, got, n, tc.want)
+		}
+	}
+	if got := len(f.sink.Messages()); got != 18 {
+		t.Errorf("sink got %d messages, want 18", got)
+	}
+	// The operator's listing by site shows the same defaults.
+	ctx := context.Background()
+	if n := f.tr.RelayShaping(ctx, "127.0.0.1").Limits.ConnectionLimit.N; n != 3 {
+		t.Errorf("the relay's listed connection_limit is %d, want 3", n)
+	}
+	if s, err := f.tr.DirectShaping(ctx, "example.test"); err != nil || s.Limits.ConnectionLimit.N != 1 {
+		t.Errorf("the site's listed connection_limit is %d (%v), want 1", s.Limits.ConnectionLimit.N, err)
+	}
+}
+
 // TestBlockingAndCancel holds the only connection slot with a server that
 // never greets: a second Send waits for the slot until its deadline, and
 // cancelling the first aborts it promptly.

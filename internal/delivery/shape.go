@@ -72,7 +72,7 @@ func DefaultShaping() shaping.Limits {
 // settings in force with the Transport's defaults for what they leave
 // unset.
 type pathLimits struct {
-	conns    int          // connection_limit (default Config.MaxConnsPerDest)
+	conns    int          // connection_limit (default Config.MaxConnsPerDest, or MaxConnsPerRelay)
 	connRate shaping.Rate // max_connection_rate; unset: none
 	msgRate  shaping.Rate // max_message_rate; unset: none
 	perConn  int          // max_deliveries_per_connection; 0: no limit
@@ -81,9 +81,10 @@ type pathLimits struct {
 	failures int // consecutive_connection_failures_before_delay
 }
 
-// limitsOf fills in the Transport's defaults for what l leaves unset.
-func (t *Transport) limitsOf(l shaping.Limits) pathLimits {
-	p := pathLimits{conns: t.cfg.MaxConnsPerDest, connRate: l.MaxConnectionRate, msgRate: l.MaxMessageRate,
+// limitsOf fills in the Transport's defaults for what l leaves unset, a
+// relay's path's (relay) or a site's.
+func (t *Transport) limitsOf(l shaping.Limits, relay bool) pathLimits {
+	p := pathLimits{conns: t.defaultConns(relay), connRate: l.MaxConnectionRate, msgRate: l.MaxMessageRate,
 		perConn: l.MaxDeliveriesPerConnection, idle: t.cfg.IdleTimeout, failures: defaultFailuresBeforeDelay,
 		rcpts: cmp.Or(l.MaxRecipientsPerTransaction, DefaultRecipientsPerTransaction)}
 	if l.ConnectionLimit.IsSet() {
@@ -96,6 +97,14 @@ func (t *Transport) limitsOf(l shaping.Limits) pathLimits {
 		p.failures = n
 	}
 	return p
+}
+
+// defaultConns is the connection_limit of a path whose shaping sets none.
+func (t *Transport) defaultConns(relay bool) int {
+	if relay {
+		return t.cfg.MaxConnsPerRelay
+	}
+	return t.cfg.MaxConnsPerDest
 }
 
 // shapedTLS is the route's direct TLS settings with what the shaping

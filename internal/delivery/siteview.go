@@ -35,17 +35,17 @@ func (t *Transport) DirectShaping(ctx context.Context, domain string) (SiteShapi
 		return SiteShaping{}, e
 	}
 	s := t.settings(domain, hosts, "")
-	return t.siteShaping(ctx, cmp.Or(s.Site, shaping.SiteName(hosts)), s), nil
+	return t.siteShaping(ctx, cmp.Or(s.Site, shaping.SiteName(hosts)), s, false), nil
 }
 
 // RelayShaping is the shaping of the relay host, as admission reads it.
 func (t *Transport) RelayShaping(ctx context.Context, host string) SiteShaping {
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	return t.siteShaping(ctx, host, t.settings(host, []string{host}, ""))
+	return t.siteShaping(ctx, host, t.settings(host, []string{host}, ""), true)
 }
 
-func (t *Transport) siteShaping(ctx context.Context, site string, s shaping.Settings) SiteShaping {
-	out := SiteShaping{Site: site, Provider: s.Provider, Limits: t.defaults().With(s.Limits)}
+func (t *Transport) siteShaping(ctx context.Context, site string, s shaping.Settings, relay bool) SiteShaping {
+	out := SiteShaping{Site: site, Provider: s.Provider, Limits: t.defaults(relay).With(s.Limits)}
 	if t.cfg.Overrides != nil {
 		o := t.cfg.Overrides(ctx, site)
 		for _, kv := range o.KeyValues() {
@@ -56,11 +56,11 @@ func (t *Transport) siteShaping(ctx context.Context, site string, s shaping.Sett
 	return out
 }
 
-// defaults are DefaultShaping with this Transport's connection limit and
-// idle timeout (limitsOf's defaults).
-func (t *Transport) defaults() shaping.Limits {
+// defaults are DefaultShaping with this Transport's connection limit (a
+// relay's or a site's) and idle timeout (limitsOf's defaults).
+func (t *Transport) defaults(relay bool) shaping.Limits {
 	l := DefaultShaping()
-	l.ConnectionLimit = shaping.Limit{N: t.cfg.MaxConnsPerDest}
+	l.ConnectionLimit = shaping.Limit{N: t.defaultConns(relay)}
 	if t.cfg.IdleTimeout > 0 {
 		l.IdleTimeout = t.cfg.IdleTimeout
 	}

@@ -142,6 +142,13 @@ type Config struct {
 	// shaping sets none: the connections (busy, idle or being dialled)
 	// open at once to one site, or one relay. Default 4.
 	MaxConnsPerDest int
+	// MaxConnsPerRelay is that default for a relay (a route through an
+	// SMTP host the operator named) instead: a smarthost is the
+	// operator's own or a sending service, not a receiver to be polite
+	// to, and one connection fewer than the workers leaves a worker
+	// waiting in line (Postfix's default for a relayhost is 20). Default
+	// MaxConnsPerDest.
+	MaxConnsPerRelay int
 	// IdleTimeout is how long an idle connection is kept for reuse when
 	// the shaping sets no idle_timeout. Default 30s; negative disables
 	// reuse whatever the shaping says.
@@ -197,6 +204,8 @@ func New(cfg Config) (*Transport, error) {
 		return nil, errors.New("delivery: DialTimeout and CommandTimeout must not be negative")
 	case cfg.MaxConnsPerDest < 0:
 		return nil, fmt.Errorf("delivery: MaxConnsPerDest is negative (%d)", cfg.MaxConnsPerDest)
+	case cfg.MaxConnsPerRelay < 0:
+		return nil, fmt.Errorf("delivery: MaxConnsPerRelay is negative (%d)", cfg.MaxConnsPerRelay)
 	case cfg.FailureDelay < 0:
 		return nil, fmt.Errorf("delivery: FailureDelay is negative (%s)", cfg.FailureDelay)
 	case strings.ContainsAny(cfg.HeloName, " \t\r\n"):
@@ -213,6 +222,7 @@ func New(cfg Config) (*Transport, error) {
 	cfg.DialTimeout = cmp.Or(cfg.DialTimeout, 30*time.Second)
 	cfg.CommandTimeout = cmp.Or(cfg.CommandTimeout, 5*time.Minute)
 	cfg.MaxConnsPerDest = cmp.Or(cfg.MaxConnsPerDest, defaultConns)
+	cfg.MaxConnsPerRelay = cmp.Or(cfg.MaxConnsPerRelay, cfg.MaxConnsPerDest)
 	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, defaultIdle)
 	cfg.FailureDelay = cmp.Or(cfg.FailureDelay, defaultFailureDelay)
 	if cfg.Logger == nil {
