@@ -51,6 +51,9 @@ type Key struct {
 	Scopes    []string
 	Domains   []string
 	ExpiresAt *time.Time
+	// MemberID is the team member who made the key (0: the account
+	// itself); removing the member revokes it.
+	MemberID int64
 }
 
 // Principal is who a request acts as.
@@ -69,6 +72,9 @@ type Principal struct {
 	// its key or password); Email is theirs.
 	MemberID int64
 	Email    string
+	// KeyMember is the member who made the key signed in with (0: none):
+	// the keys it makes are that member's too.
+	KeyMember int64
 	// Role is what the console lets the principal do; "" is RoleOwner
 	// (the account itself and its API keys).
 	Role Role
@@ -173,7 +179,8 @@ func (s *Service) authenticate(ctx context.Context, login *string, key string) (
 		}
 		s.keys.touched(hash, now)
 	}
-	return Principal{AccountID: a.ID, Login: a.Login, KeyID: k.ID, Admin: a.Admin, Scopes: k.Scopes, Domains: k.Domains, ExpiresAt: k.ExpiresAt}, nil
+	return Principal{AccountID: a.ID, Login: a.Login, KeyID: k.ID, Admin: a.Admin, Scopes: k.Scopes, Domains: k.Domains, ExpiresAt: k.ExpiresAt,
+		KeyMember: k.MemberID}, nil
 }
 
 // SetAdmin marks an account as an operator, or not.
@@ -272,7 +279,8 @@ func (s *Service) CreateKeyWith(ctx context.Context, login string, o KeyOptions)
 		return "", Key{}, err
 	}
 	plain := "pl_" + base64.RawURLEncoding.EncodeToString(buf)
-	k := Key{AccountID: a.ID, Name: o.Name, Prefix: plain[:10], CreatedAt: now, Scopes: o.Scopes, Domains: o.Domains, ExpiresAt: o.ExpiresAt}
+	k := Key{AccountID: a.ID, Name: o.Name, Prefix: plain[:10], CreatedAt: now, Scopes: o.Scopes, Domains: o.Domains, ExpiresAt: o.ExpiresAt,
+		MemberID: o.MemberID}
 	k, err = s.store.CreateKey(ctx, k, hashKey(plain))
 	return plain, k, err
 }

@@ -60,8 +60,9 @@ type MemberStore interface {
 	MemberByEmail(ctx context.Context, email string) (Member, error)
 	MemberByInvite(ctx context.Context, inviteHash string) (Member, error)
 	SetMemberRole(ctx context.Context, accountID, id int64, role Role) error
-	// DeleteMember removes a member and its sessions.
-	DeleteMember(ctx context.Context, accountID, id int64) error
+	// DeleteMember removes a member and its sessions, and revokes the
+	// keys it made at now.
+	DeleteMember(ctx context.Context, accountID, id int64, now time.Time) error
 	// AcceptInvite sets the password of the member whose link inviteHash
 	// is, if the link is unused and not expired at now, and marks it used;
 	// otherwise apperr.NotFound.

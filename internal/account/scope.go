@@ -1,6 +1,7 @@
 package account
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -39,6 +40,9 @@ type KeyOptions struct {
 	Scopes    []string
 	Domains   []string
 	ExpiresAt *time.Time
+	// MemberID is the member making the key (ChildKey sets it): 0 for the
+	// account itself.
+	MemberID int64
 }
 
 // ParseScopes reads a comma-separated list ("send,validate"); "" and "all"
@@ -133,8 +137,10 @@ func (p Principal) Covers(o KeyOptions) bool {
 // is no way out of a key's other limits: no more scopes and domains than
 // its own (apperr.Forbidden otherwise), and an expiry no later than its
 // own: a child that names none gets the principal's, one that names a
-// later one is refused (apperr.Invalid on expires_at).
+// later one is refused (apperr.Invalid on expires_at). A member's key,
+// or a key made with one, is that member's (KeyOptions.MemberID).
 func (p Principal) ChildKey(o KeyOptions) (KeyOptions, error) {
+	o.MemberID = cmp.Or(p.MemberID, p.KeyMember) // a member's key, made in the console or with its key
 	if !p.Covers(o) {
 		return o, apperr.Errorf(apperr.Forbidden, "This API key can only create keys with no more scopes and domains than its own")
 	}

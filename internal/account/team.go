@@ -223,13 +223,16 @@ func (t *Team) SetRole(ctx context.Context, accountID, id int64, role Role) (Mem
 	return m, t.store.SetMemberRole(ctx, accountID, id, role)
 }
 
-// Remove deletes a member and ends its sessions (at their next request).
+// Remove deletes a member, ends its sessions (at their next request) and
+// revokes the keys it made (at once in this process; within the key
+// cache's TTL in others, as any revocation).
 func (t *Team) Remove(ctx context.Context, accountID, id int64) (Member, error) {
 	m, err := t.store.MemberByID(ctx, accountID, id)
 	if err != nil {
 		return Member{}, err
 	}
-	return m, t.store.DeleteMember(ctx, accountID, id)
+	defer t.acc.keys.clear()
+	return m, t.store.DeleteMember(ctx, accountID, id, t.acc.now())
 }
 
 // RemoveByEmail removes accountID's member with that (folded) email; a

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apitest"
 	"github.com/postline/postline/internal/app"
+	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/config"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/event"
@@ -96,7 +98,13 @@ func TestStoreCopyToPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.App.Team.Join(ctx, token, "member password 1"); err != nil {
+	devMember, err := e.App.Team.Join(ctx, token, "member password 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A key the member made: it carries the member, whose removal revokes it.
+	devKey, _, err := e.App.Accounts.CreateKeyWith(ctx, e.user.Login, account.KeyOptions{Name: "dev's", Scopes: []string{"send"}, MemberID: devMember.ID})
+	if err != nil {
 		t.Fatal(err)
 	}
 	stored, _, err := e.App.Receiving.List(ctx, receiving.Filter{DomainID: shop.ID, Limit: 1})
@@ -218,6 +226,15 @@ func TestStoreCopyToPostgres(t *testing.T) {
 	}
 	if p, err := pg.Team.CheckPassword(ctx, "dev@team.example", "member password 1"); err != nil || p.AccountID != e.user.ID || p.Role != "developer" {
 		t.Errorf("the member signing in on PostgreSQL: %+v, %v", p, err)
+	}
+	if _, err := pg.Accounts.AuthenticateKey(ctx, devKey); err != nil {
+		t.Errorf("the member's key on PostgreSQL: %v", err)
+	}
+	if _, err := pg.Team.Remove(ctx, e.user.ID, devMember.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pg.Accounts.AuthenticateKey(ctx, devKey); apperr.CodeOf(err) != apperr.Unauthorized {
+		t.Errorf("the member's key after its removal on PostgreSQL: %v, want unauthorized (it carried its member over)", err)
 	}
 	got, err := pg.Domains.Get(ctx, "alice.example")
 	if err != nil || got.Unreadable != "" || got.Delivery.Password != "hunter2" {

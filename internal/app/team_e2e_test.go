@@ -329,3 +329,82 @@ func TestConsoleMemberSignInLimit(t *testing.T) {
 		t.Errorf("the right password after 3 failures: %d, want 429", r.StatusCode)
 	}
 }
+
+// TestRemovedMemberKeys: the keys a member made — in the console, or
+// through the API with a key of theirs — stop working when an owner
+// removes the member (401, as a revoked key), and the keys list shows them
+// revoked; the account's own keys and another member's go on working.
+func TestRemovedMemberKeys(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		env := apitest.Start(t, d, nil)
+		alice := env.NewUser("alice")
+		env.NewDomain(alice, "alice.example")
+		owner := &browser{t: t, base: env.URL}
+		owner.signIn("alice", alice.Key, "/")
+		keyRE := regexp.MustCompile(`pl_[A-Za-z0-9_-]{43}`)
+		makeKey := func(b *browser, name string, scopes ...string) string {
+			t.Helper()
+			status, page := b.submit("/keys", url.Values{"csrf": {b.csrfOf("/keys")}, "name": {name}, "scopes": scopes})
+			k := keyRE.FindString(page)
+			if status != 303 || k == "" {
+				t.Fatalf("making key %q: %d\n%s", name, status, page)
+			}
+			return k
+		}
+		dev := join(t, env.URL, owner.invite("dev@team.example", "developer"), "dev@team.example", "developer password 1")
+		boss := join(t, env.URL, owner.invite("boss@team.example", "owner"), "boss@team.example", "owner password 1")
+		devKey := makeKey(dev, "dev key", "send", "log:read")
+		bossKey := makeKey(boss, "boss key") // every scope: it makes keys through the API
+		r := env.Do(apitest.Request{Method: "POST", Path: "/api/keys", Auth: apitest.User{Login: "alice", Key: bossKey}.Auth(),
+			Body: map[string]any{"name": "made with the boss key", "scopes": []string{"log:read"}}})
+		if r.StatusCode != 201 {
+			t.Fatalf("POST /api/keys with the boss's key: %d %s", r.StatusCode, r.Body)
+		}
+		childKey, _ := r.JSON["data"].(map[string]any)["key"].(string)
+		ownKey := makeKey(owner, "the account's", "log:read")
+
+		works := func(key string) int {
+			return env.Do(apitest.Request{Method: "GET", Path: "/api/domains/alice.example/log",
+				Auth: apitest.User{Login: "alice", Key: key}.Auth()}).StatusCode
+		}
+		for name, k := range map[string]string{"dev": devKey, "boss": bossKey, "child": childKey, "own": ownKey} {
+			if s := works(k); s != 200 {
+				t.Fatalf("the %s key before any removal: %d", name, s)
+			}
+		}
+		_, page := owner.do("GET", "/members", nil, nil)
+		ids := regexp.MustCompile(`action="/members/(\d+)/role"`).FindAllStringSubmatch(page, -1)
+		if len(ids) != 2 { // boss, dev: by email
+			t.Fatalf("role forms: %v", ids)
+		}
+		if status, _ := owner.submit("/members/"+ids[0][1]+"/remove", url.Values{"csrf": {owner.csrfOf("/members")}}); status != 303 {
+			t.Fatalf("removing the boss: %d", status)
+		}
+		for name, want := range map[string]int{"boss": 401, "child": 401, "dev": 200, "own": 200} {
+			k := map[string]string{"dev": devKey, "boss": bossKey, "child": childKey, "own": ownKey}[name]
+			if s := works(k); s != want {
+				t.Errorf("the %s key after the boss's removal: %d, want %d", name, s, want)
+			}
+		}
+		if status, _ := owner.submit("/members/"+ids[1][1]+"/remove", url.Values{"csrf": {owner.csrfOf("/members")}}); status != 303 {
+			t.Fatalf("removing the developer: %d", status)
+		}
+		if s := works(devKey); s != 401 {
+			t.Errorf("the developer's key after its removal: %d, want 401", s)
+		}
+		if s := works(ownKey); s != 200 {
+			t.Errorf("the account's key after both removals: %d, want 200", s)
+		}
+		list := env.Do(apitest.Request{Method: "GET", Path: "/api/keys", Auth: alice.Auth()})
+		revoked := 0
+		for _, k := range list.JSON["data"].([]any) {
+			if k.(map[string]any)["revoked_at"] != nil {
+				revoked++
+			}
+		}
+		if list.StatusCode != 200 || revoked != 3 {
+			t.Errorf("GET /api/keys: %d, %d revoked, want the removed members' 3:\n%s", list.StatusCode, revoked, list.Body)
+		}
+	})
+}

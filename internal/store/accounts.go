@@ -127,13 +127,14 @@ func (s Accounts) CountAccounts(ctx context.Context) (int, error) {
 // CreateKey implements account.Store.
 func (s Accounts) CreateKey(ctx context.Context, k account.Key, hash string) (account.Key, error) {
 	err := s.db.w.QueryRowContext(ctx,
-		`INSERT INTO api_keys (account_id, name, prefix, hash, created_at, scopes, domains, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-		k.AccountID, k.Name, k.Prefix, hash, ms(k.CreatedAt), account.JoinList(k.Scopes), account.JoinList(k.Domains), msPtr(k.ExpiresAt)).Scan(&k.ID)
+		`INSERT INTO api_keys (account_id, name, prefix, hash, created_at, scopes, domains, expires_at, member_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+		k.AccountID, k.Name, k.Prefix, hash, ms(k.CreatedAt), account.JoinList(k.Scopes), account.JoinList(k.Domains), msPtr(k.ExpiresAt),
+		sql.NullInt64{Int64: k.MemberID, Valid: k.MemberID != 0}).Scan(&k.ID)
 	return k, notFound(err, "key")
 }
 
-const keyCols = `k.id, k.account_id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at, k.scopes, k.domains, k.expires_at`
+const keyCols = `k.id, k.account_id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at, k.scopes, k.domains, k.expires_at, k.member_id`
 
 // keyRow scans keyCols.
 type keyRow struct {
@@ -141,16 +142,18 @@ type keyRow struct {
 	created                int64
 	used, revoked, expires sql.NullInt64
 	scopes, domains        string
+	member                 sql.NullInt64
 }
 
 func (r *keyRow) dest() []any {
-	return []any{&r.k.ID, &r.k.AccountID, &r.k.Name, &r.k.Prefix, &r.created, &r.used, &r.revoked, &r.scopes, &r.domains, &r.expires}
+	return []any{&r.k.ID, &r.k.AccountID, &r.k.Name, &r.k.Prefix, &r.created, &r.used, &r.revoked, &r.scopes, &r.domains, &r.expires, &r.member}
 }
 
 func (r *keyRow) key() account.Key {
 	k := r.k
 	k.CreatedAt, k.LastUsedAt, k.RevokedAt, k.ExpiresAt = fromMS(r.created), nullMS(r.used), nullMS(r.revoked), nullMS(r.expires)
 	k.Scopes, k.Domains = account.SplitList(r.scopes), account.SplitList(r.domains)
+	k.MemberID = r.member.Int64
 	return k
 }
 

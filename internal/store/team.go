@@ -125,9 +125,13 @@ func (s Team) SetMemberRole(ctx context.Context, accountID, id int64, role accou
 
 // DeleteMember implements account.MemberStore. The member's sessions go
 // with it (ON DELETE CASCADE; deleted here too, for SQLite connections
-// without foreign keys).
-func (s Team) DeleteMember(ctx context.Context, accountID, id int64) error {
+// without foreign keys), and the keys it made are revoked at now.
+func (s Team) DeleteMember(ctx context.Context, accountID, id int64, now time.Time) error {
 	return s.db.InTx(ctx, func(q Querier) error {
+		if _, err := q.ExecContext(ctx, `UPDATE api_keys SET revoked_at = $3
+			WHERE account_id = $1 AND member_id = $2 AND revoked_at IS NULL`, accountID, id, ms(now)); err != nil {
+			return err
+		}
 		if err := exec1(ctx, q, "member", `DELETE FROM account_members WHERE account_id = $1 AND id = $2`, accountID, id); err != nil {
 			return err
 		}

@@ -56,7 +56,7 @@ func testTeam(t *testing.T, db *store.DB) {
 	if err := team.SetMemberRole(ctx, bob.ID, ann.ID, account.RoleOwner); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("Bob changing Alice's member = %v, want not_found", err)
 	}
-	if err := team.DeleteMember(ctx, bob.ID, ann.ID); apperr.CodeOf(err) != apperr.NotFound {
+	if err := team.DeleteMember(ctx, bob.ID, ann.ID, now); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("Bob deleting Alice's member = %v, want not_found", err)
 	}
 
@@ -128,11 +128,34 @@ func testTeam(t *testing.T, db *store.DB) {
 	if r, _ := sessions.SessionByHash(ctx, "hash-ann"); r.Role != account.RoleOwner || !r.Admin {
 		t.Fatalf("after the role change: %+v; want owner (of an operator account)", r)
 	}
-	if err := team.DeleteMember(ctx, alice.ID, ann.ID); err != nil {
+	// Keys: Ann's own (made in the console or with a key of hers) go
+	// with her, revoked; the account's and Ben's stay.
+	accounts := store.NewAccounts(db)
+	mk := func(name string, member int64) account.Key {
+		k, err := accounts.CreateKey(ctx, account.Key{AccountID: alice.ID, Name: name, Prefix: "pl_" + name, CreatedAt: now, MemberID: member}, "hash-"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	annKey, ownKey, benKey := mk("ann", ann.ID), mk("own", 0), mk("ben", ben.ID)
+	if k, err := accounts.KeyByID(ctx, annKey.ID); err != nil || k.MemberID != ann.ID {
+		t.Fatalf("Ann's key = %+v, %v; want her member id", k, err)
+	}
+	gone := now.Add(3 * time.Hour)
+	if err := team.DeleteMember(ctx, alice.ID, ann.ID, gone); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sessions.SessionByHash(ctx, "hash-ann"); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("a removed member's session = %v, want not_found", err)
+	}
+	if k, _, err := accounts.KeyByHash(ctx, "hash-ann"); err != nil || k.RevokedAt == nil || !k.RevokedAt.Equal(gone) {
+		t.Fatalf("a removed member's key = %+v, %v; want revoked at the removal", k, err)
+	}
+	for _, k := range []account.Key{ownKey, benKey} {
+		if got, err := accounts.KeyByID(ctx, k.ID); err != nil || got.RevokedAt != nil {
+			t.Fatalf("key %q after Ann's removal = %+v, %v; want it working", k.Name, got, err)
+		}
 	}
 }
 
