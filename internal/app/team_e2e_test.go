@@ -330,8 +330,9 @@ func TestConsoleMemberSignInLimit(t *testing.T) {
 	}
 }
 
-// TestRemovedMemberKeys: the keys a member made — in the console, or
-// through the API with a key of theirs — stop working when an owner
+// TestRemovedMemberKeys: the keys a member made — in the console, through
+// the API with a key of theirs, or in a console session signed in with
+// one — stop working when an owner
 // removes the member (401, as a revoked key), and the keys list shows them
 // revoked; the account's own keys and another member's go on working.
 func TestRemovedMemberKeys(t *testing.T) {
@@ -363,12 +364,17 @@ func TestRemovedMemberKeys(t *testing.T) {
 		}
 		childKey, _ := r.JSON["data"].(map[string]any)["key"].(string)
 		ownKey := makeKey(owner, "the account's", "log:read")
+		// A console session signed in with the boss's key makes keys that are the boss's too.
+		viaKey := &browser{t: t, base: env.URL}
+		viaKey.signIn("alice", bossKey, "/")
+		sessionKey := makeKey(viaKey, "made in a session of the boss key", "log:read")
 
 		works := func(key string) int {
 			return env.Do(apitest.Request{Method: "GET", Path: "/api/domains/alice.example/log",
 				Auth: apitest.User{Login: "alice", Key: key}.Auth()}).StatusCode
 		}
-		for name, k := range map[string]string{"dev": devKey, "boss": bossKey, "child": childKey, "own": ownKey} {
+		keys := map[string]string{"dev": devKey, "boss": bossKey, "child": childKey, "session": sessionKey, "own": ownKey}
+		for name, k := range keys {
 			if s := works(k); s != 200 {
 				t.Fatalf("the %s key before any removal: %d", name, s)
 			}
@@ -381,9 +387,8 @@ func TestRemovedMemberKeys(t *testing.T) {
 		if status, _ := owner.submit("/members/"+ids[0][1]+"/remove", url.Values{"csrf": {owner.csrfOf("/members")}}); status != 303 {
 			t.Fatalf("removing the boss: %d", status)
 		}
-		for name, want := range map[string]int{"boss": 401, "child": 401, "dev": 200, "own": 200} {
-			k := map[string]string{"dev": devKey, "boss": bossKey, "child": childKey, "own": ownKey}[name]
-			if s := works(k); s != want {
+		for name, want := range map[string]int{"boss": 401, "child": 401, "session": 401, "dev": 200, "own": 200} {
+			if s := works(keys[name]); s != want {
 				t.Errorf("the %s key after the boss's removal: %d, want %d", name, s, want)
 			}
 		}
@@ -403,8 +408,8 @@ func TestRemovedMemberKeys(t *testing.T) {
 				revoked++
 			}
 		}
-		if list.StatusCode != 200 || revoked != 3 {
-			t.Errorf("GET /api/keys: %d, %d revoked, want the removed members' 3:\n%s", list.StatusCode, revoked, list.Body)
+		if list.StatusCode != 200 || revoked != 4 {
+			t.Errorf("GET /api/keys: %d, %d revoked, want the removed members' 4:\n%s", list.StatusCode, revoked, list.Body)
 		}
 	})
 }

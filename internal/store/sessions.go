@@ -33,7 +33,7 @@ func (s Sessions) CreateSession(ctx context.Context, idHash string, ses account.
 // SessionByHash implements account.SessionStore.
 func (s Sessions) SessionByHash(ctx context.Context, idHash string) (account.SessionRecord, error) {
 	var r account.SessionRecord
-	var key, member sql.NullInt64
+	var key, member, keyMember sql.NullInt64
 	var created, seen int64
 	var disabled, revoked, expires sql.NullInt64
 	var email, role sql.NullString
@@ -41,15 +41,16 @@ func (s Sessions) SessionByHash(ctx context.Context, idHash string) (account.Ses
 	// change of role holds from the next one; removing the member deleted
 	// the session.
 	err := s.db.rd.QueryRowContext(ctx, `SELECT s.account_id, s.key_id, s.member_id, s.csrf, s.created_at, s.last_seen_at,
-		a.login, a.is_admin, a.disabled_at, k.revoked_at, k.expires_at, m.email, m.role
+		a.login, a.is_admin, a.disabled_at, k.revoked_at, k.expires_at, k.member_id, m.email, m.role
 		FROM sessions s JOIN accounts a ON a.id = s.account_id LEFT JOIN api_keys k ON k.id = s.key_id
 		LEFT JOIN account_members m ON m.id = s.member_id
 		WHERE s.id_hash = $1`, idHash).Scan(&r.AccountID, &key, &member, &r.CSRF, &created, &seen,
-		&r.Login, &r.Admin, &disabled, &revoked, &expires, &email, &role)
+		&r.Login, &r.Admin, &disabled, &revoked, &expires, &keyMember, &email, &role)
 	if err != nil {
 		return r, notFound(err, "session")
 	}
 	r.KeyID, r.MemberID, r.Email, r.Role = key.Int64, member.Int64, email.String, account.Role(role.String)
+	r.KeyMember = keyMember.Int64 // keys made in a session of a member's key are the member's too
 	if r.MemberID == 0 {
 		r.Role = account.RoleOwner
 	}
