@@ -47,6 +47,11 @@ func (p Principal) MayChange() bool { return p.RoleOf() != RoleViewer }
 // log (owners).
 func (p Principal) MayManageTeam() bool { return p.RoleOf() == RoleOwner }
 
+// IsAccount reports whether p is the account itself: neither a member
+// nor signed in with a key a member made. Only it sets the account's
+// console password, which a removed member would otherwise keep.
+func (p Principal) IsAccount() bool { return p.MemberID == 0 && p.KeyMember == 0 }
+
 // Actor names p in the audit log: a member's email, else the account's
 // login (keyName, when given, names the API key a request used).
 func (p Principal) Actor(keyName string) string {

@@ -413,3 +413,74 @@ func TestRemovedMemberKeys(t *testing.T) {
 		}
 	})
 }
+
+// TestRemovedMemberKeepsNoAccountCredential: an owner member about to be
+// removed tries to keep a way in through what the account itself owns:
+// its console password (set in a session of the member's, or in one
+// signed in with a key the member made), and, in an operator account, a
+// key for its own account made through the admin API. None survives.
+func TestRemovedMemberKeepsNoAccountCredential(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		env := apitest.Start(t, d, nil)
+		alice := env.NewUser("alice")
+		env.NewDomain(alice, "alice.example")
+		if err := env.App.Accounts.SetAdmin(context.Background(), "alice", true); err != nil {
+			t.Fatal(err)
+		}
+		owner := &browser{t: t, base: env.URL}
+		owner.signIn("alice", alice.Key, "/")
+		boss := join(t, env.URL, owner.invite("boss@team.example", "owner"), "boss@team.example", "owner password 1")
+		const pw = "the boss keeps this"
+		// The account's password, from the member's own session: refused.
+		if status, _ := boss.submit("/password", url.Values{"csrf": {boss.csrfOf("/keys")}, "password": {pw}, "again": {pw}}); status != 403 {
+			t.Errorf("a member setting the account's password: %d, want 403", status)
+		}
+		// ... and from a session signed in with a key the member made.
+		status, page := boss.submit("/keys", url.Values{"csrf": {boss.csrfOf("/keys")}, "name": {"boss key"}})
+		bossKey := regexp.MustCompile(`pl_[A-Za-z0-9_-]{43}`).FindString(page)
+		if status != 303 || bossKey == "" {
+			t.Fatalf("making the boss's key: %d\n%s", status, page)
+		}
+		viaKey := &browser{t: t, base: env.URL}
+		viaKey.signIn("alice", bossKey, "/")
+		if status, _ := viaKey.submit("/password", url.Values{"csrf": {viaKey.csrfOf("/keys")}, "password": {pw}, "again": {pw}}); status != 403 {
+			t.Errorf("a session of the member's key setting the account's password: %d, want 403", status)
+		}
+		// A key for its own account through the operator API is the member's too.
+		r := env.Do(apitest.Request{Method: "POST", Path: "/api/admin/accounts/alice/keys", Auth: apitest.User{Login: "alice", Key: bossKey}.Auth(),
+			Body: map[string]any{"name": "admin-made"}})
+		if r.StatusCode != 201 {
+			t.Fatalf("POST /api/admin/accounts/alice/keys with the boss's key: %d %s", r.StatusCode, r.Body)
+		}
+		adminKey, _ := r.JSON["data"].(map[string]any)["key"].(string)
+		// The operator making a key for another account attaches no member of its own.
+		env.NewUser("bob")
+		r = env.Do(apitest.Request{Method: "POST", Path: "/api/admin/accounts/bob/keys", Auth: apitest.User{Login: "alice", Key: bossKey}.Auth(),
+			Body: map[string]any{"name": "for bob"}})
+		if r.StatusCode != 201 {
+			t.Fatalf("POST /api/admin/accounts/bob/keys: %d %s", r.StatusCode, r.Body)
+		}
+		bobKey, _ := r.JSON["data"].(map[string]any)["key"].(string)
+
+		_, mpage := owner.do("GET", "/members", nil, nil)
+		ids := regexp.MustCompile(`action="/members/(\d+)/role"`).FindAllStringSubmatch(mpage, -1)
+		if len(ids) != 1 {
+			t.Fatalf("role forms: %v", ids)
+		}
+		if status, _ := owner.submit("/members/"+ids[0][1]+"/remove", url.Values{"csrf": {owner.csrfOf("/members")}}); status != 303 {
+			t.Fatalf("removing the boss: %d", status)
+		}
+		after := &browser{t: t, base: env.URL}
+		if r := after.signIn("alice", pw, "/"); r.StatusCode == 303 {
+			t.Errorf("the removed member signs in as the account with the password it set")
+		}
+		if s := env.Do(apitest.Request{Method: "GET", Path: "/api/domains/alice.example/log",
+			Auth: apitest.User{Login: "alice", Key: adminKey}.Auth()}).StatusCode; s != 401 {
+			t.Errorf("the key the member made through the operator API after its removal: %d, want 401", s)
+		}
+		if s := env.Do(apitest.Request{Method: "GET", Path: "/api/keys", Auth: apitest.User{Login: "bob", Key: bobKey}.Auth()}).StatusCode; s != 200 {
+			t.Errorf("bob's key made by the operator: %d, want 200 (bob's, not the member's)", s)
+		}
+	})
+}

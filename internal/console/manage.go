@@ -213,8 +213,15 @@ func (c *Console) exportSuppressions(w http.ResponseWriter, r *http.Request, s *
 }
 
 // setPassword sets (or, empty, removes) the account's console password,
-// as `postline user password` does; it is asked twice.
+// as `postline user password` does; it is asked twice. Only the account
+// itself sets it (account.Principal.IsAccount): a member's password would
+// outlive its removal.
 func (c *Console) setPassword(w http.ResponseWriter, r *http.Request, s *account.Session) error {
+	if !s.IsAccount() {
+		c.render(w, r, http.StatusForbidden, "notfound", view{Title: "The account's only", Session: s,
+			Data: map[string]any{"Message": "Only the account itself (its login with a key of its own, or its password) sets the account's console password."}})
+		return nil
+	}
 	pw, again := r.PostFormValue("password"), r.PostFormValue("again")
 	if pw != again {
 		return c.renderKeys(w, r, s, http.StatusUnprocessableEntity, map[string][]string{"password": {"The two passwords differ."}})

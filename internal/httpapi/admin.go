@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"net/http"
 
 	"github.com/postline/postline/internal/account"
@@ -197,10 +198,16 @@ func (s *Server) handleAdminRetry(w http.ResponseWriter, r *http.Request, _ acco
 	return nil
 }
 
-func (s *Server) handleAdminCreateKey(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
+// handleAdminCreateKey makes a key for any account. One for the caller's
+// own account is its member's (as through POST /api/keys), so removing the
+// member revokes it; another account's key is that account's.
+func (s *Server) handleAdminCreateKey(w http.ResponseWriter, r *http.Request, p account.Principal) error {
 	o, err := readKeyRequest(r)
 	if err != nil {
 		return err
+	}
+	if a, err := s.Accounts.User(r.Context(), r.PathValue("login")); err == nil && a.ID == p.AccountID {
+		o.MemberID = cmp.Or(p.MemberID, p.KeyMember)
 	}
 	return s.createKey(w, r, r.PathValue("login"), o)
 }
