@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/smtp"
 	"net/url"
 	"regexp"
 	"strings"
@@ -481,6 +482,49 @@ func TestRemovedMemberKeepsNoAccountCredential(t *testing.T) {
 		}
 		if s := env.Do(apitest.Request{Method: "GET", Path: "/api/keys", Auth: apitest.User{Login: "bob", Key: bobKey}.Auth()}).StatusCode; s != 200 {
 			t.Errorf("bob's key made by the operator: %d, want 200 (bob's, not the member's)", s)
+		}
+	})
+}
+
+// TestRemovedMemberSubmissionSession: an SMTP submission session a member
+// authenticated with its key, kept open past the member's removal (or the
+// key's revocation), sends nothing more.
+func TestRemovedMemberSubmissionSession(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		e := startSubmission(t, d, nil)
+		owner := &browser{t: t, base: e.URL}
+		owner.signIn(e.user.Login, e.user.Key, "/")
+		dev := join(t, e.URL, owner.invite("dev@team.example", "developer"), "dev@team.example", "developer password 1")
+		status, page := dev.submit("/keys", url.Values{"csrf": {dev.csrfOf("/keys")}, "name": {"smtp"}, "scopes": {"send"}})
+		devKey := regexp.MustCompile(`pl_[A-Za-z0-9_-]{43}`).FindString(page)
+		if status != 303 || devKey == "" {
+			t.Fatalf("making the developer's key: %d\n%s", status, page)
+		}
+		c, err := dialSubmission(t, e, false, smtp.PlainAuth("", e.user.Login, devKey, "127.0.0.1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := submittedMessage("orders@shop.example.com", "ann@rcpt.example.net", "")
+		if err := submit(c, "orders@shop.example.com", []string{"ann@rcpt.example.net"}, msg); err != nil {
+			t.Fatalf("submitting before the removal: %v", err)
+		}
+		_, mpage := owner.do("GET", "/members", nil, nil)
+		ids := regexp.MustCompile(`action="/members/(\d+)/role"`).FindAllStringSubmatch(mpage, -1)
+		if len(ids) != 1 {
+			t.Fatalf("role forms: %v", ids)
+		}
+		if status, _ := owner.submit("/members/"+ids[0][1]+"/remove", url.Values{"csrf": {owner.csrfOf("/members")}}); status != 303 {
+			t.Fatalf("removing the developer: %d", status)
+		}
+		if err := c.Noop(); err != nil {
+			t.Fatalf("NOOP: %v", err)
+		}
+		if err := submit(c, "orders@shop.example.com", []string{"bob@rcpt.example.net"}, msg); replyCode(err) != 530 {
+			t.Errorf("submitting on the open session after the removal: %v, want 530", err)
+		}
+		if _, err := dialSubmission(t, e, false, smtp.PlainAuth("", e.user.Login, devKey, "127.0.0.1")); replyCode(err) != 535 {
+			t.Errorf("authenticating again with the removed member's key: %v, want 535", err)
 		}
 	})
 }

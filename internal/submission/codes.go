@@ -6,6 +6,7 @@ import "github.com/emersion/go-smtp"
 // RFC 3463). Texts never contain the credentials.
 var (
 	errAuthRequired   = &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "Authentication required: AUTH PLAIN or LOGIN with your login and an API key"}
+	errKeyGone        = &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "The API key this session authenticated with no longer works (revoked, expired or its account disabled): connect and authenticate again"}
 	errBadCredentials = &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "Authentication credentials invalid"}
 	errAuthBlocked    = &smtp.SMTPError{Code: 454, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Too many failed authentication attempts; try again later"}
 	errTempFailure    = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Temporary failure storing the message; nothing was accepted, try again"}

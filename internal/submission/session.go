@@ -25,6 +25,8 @@ type session struct {
 	tls       bool
 	conn      *connlimit.Conn // nil when not from a bounded listener
 	principal *account.Principal
+	login     string // with key, what AUTH checked: checked again at each MAIL and DATA
+	key       string
 	held      bool   // counted against the account's sessions
 	outcome   string // counted at Logout
 	domains   []domain.Domain
@@ -121,8 +123,33 @@ func (ss *session) authenticate(login, key string) error {
 		return tooManySessions(ss.s.cfg.SessionsPerAccount)
 	}
 	ss.principal, ss.domains, ss.outcome, ss.held = &p, doms, "authenticated", true
+	ss.login, ss.key = login, key
 	ss.conn.Promote()
 	return nil
+}
+
+// stillValid checks the session's key again (through the key cache, as
+// the API does at each request): a key revoked (its member removed from
+// the team, say), expired or of a disabled account since AUTH sends no
+// more on a session kept open; the client connects and authenticates again.
+func (ss *session) stillValid() error {
+	ctx, cancel := ss.ctx()
+	defer cancel()
+	_, err := ss.s.deps.Accounts.Authenticate(ctx, ss.login, ss.key)
+	switch apperr.CodeOf(err) {
+	case "":
+		return nil
+	case apperr.Unauthorized, apperr.AuthMissing:
+		ss.s.cfg.Logger.Info("submission: the session's key no longer works", "login", ss.login, "remote", ss.remote)
+		if ss.held {
+			ss.s.release(ss.principal.AccountID)
+			ss.held = false
+		}
+		ss.principal, ss.domains, ss.key = nil, nil, ""
+		return errKeyGone
+	}
+	ss.s.cfg.Logger.Error("submission: the session's key could not be checked", "error", err)
+	return errTempFailure
 }
 
 // owned returns the account's verified domain for an address's domain
@@ -140,6 +167,9 @@ func (ss *session) owned(addr string) (domain.Domain, string, bool) {
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 	if ss.principal == nil {
 		return errAuthRequired
+	}
+	if err := ss.stillValid(); err != nil {
+		return err
 	}
 	if _, name, ok := ss.owned(from); !ok {
 		ss.refused("sender", name)
@@ -173,6 +203,9 @@ func (ss *session) refused(what, name string) {
 func (ss *session) Data(r io.Reader) error {
 	if ss.principal == nil {
 		return errAuthRequired
+	}
+	if err := ss.stillValid(); err != nil {
+		return err
 	}
 	body, raw, err := ss.s.receive(r)
 	if err != nil {
