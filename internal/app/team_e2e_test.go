@@ -3,12 +3,14 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/smtp"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/postline/postline/internal/apitest"
 	"github.com/postline/postline/internal/config"
@@ -525,6 +527,71 @@ func TestRemovedMemberSubmissionSession(t *testing.T) {
 		}
 		if _, err := dialSubmission(t, e, false, smtp.PlainAuth("", e.user.Login, devKey, "127.0.0.1")); replyCode(err) != 535 {
 			t.Errorf("authenticating again with the removed member's key: %v, want 535", err)
+		}
+	})
+}
+
+// TestRemovedMemberStreams: a live log stream a member opened, through the
+// API with its key or in the console's live tail, ends soon after the
+// member's removal instead of following the account's log on.
+func TestRemovedMemberStreams(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		env := apitest.Start(t, d, nil)
+		alice := env.NewUser("alice")
+		env.NewDomain(alice, "alice.example")
+		owner := &browser{t: t, base: env.URL}
+		owner.signIn("alice", alice.Key, "/")
+		dev := join(t, env.URL, owner.invite("dev@team.example", "developer"), "dev@team.example", "developer password 1")
+		status, page := dev.submit("/keys", url.Values{"csrf": {dev.csrfOf("/keys")}, "name": {"logs"}, "scopes": {"log:read"}})
+		devKey := regexp.MustCompile(`pl_[A-Za-z0-9_-]{43}`).FindString(page)
+		if status != 303 || devKey == "" {
+			t.Fatalf("making the developer's key: %d\n%s", status, page)
+		}
+		open := func(name, path string, auth func(*http.Request)) <-chan struct{} {
+			t.Helper()
+			req, _ := http.NewRequest("GET", env.URL+path, nil)
+			auth(req)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s: %d", name, resp.StatusCode)
+			}
+			t.Cleanup(func() { resp.Body.Close() })
+			ended := make(chan struct{})
+			go func() {
+				io.Copy(io.Discard, resp.Body) //nolint:errcheck // until it ends
+				close(ended)
+			}()
+			return ended
+		}
+		api := open("the API's log stream", "/api/domains/alice.example/log/stream?follow=true", func(r *http.Request) { r.SetBasicAuth("alice", devKey) })
+		tail := open("the console's live tail", "/domains/alice.example/log/tail", func(r *http.Request) { r.AddCookie(dev.cookie) })
+		select {
+		case <-api:
+			t.Fatal("the API's stream ended before the removal")
+		case <-tail:
+			t.Fatal("the live tail ended before the removal")
+		case <-time.After(time.Second):
+		}
+		_, mpage := owner.do("GET", "/members", nil, nil)
+		ids := regexp.MustCompile(`action="/members/(\d+)/role"`).FindAllStringSubmatch(mpage, -1)
+		if len(ids) != 1 {
+			t.Fatalf("role forms: %v", ids)
+		}
+		if status, _ := owner.submit("/members/"+ids[0][1]+"/remove", url.Values{"csrf": {owner.csrfOf("/members")}}); status != 303 {
+			t.Fatalf("removing the developer: %d", status)
+		}
+		deadline := time.After(15 * time.Second)
+		for name, ch := range map[string]<-chan struct{}{"the API's log stream": api, "the console's live tail": tail} {
+			select {
+			case <-ch:
+			case <-deadline:
+				t.Errorf("%s still open 15 s after the member's removal", name)
+				return
+			}
 		}
 	})
 }

@@ -60,6 +60,29 @@ func (t tailSink) Heartbeat() error {
 // last id, so nothing is missed.
 const tailMax = 10 * time.Minute
 
+// tailRecheck is how often an open tail checks its session again.
+const tailRecheck = 2 * time.Second
+
+// whileSignedIn cancels an open tail once its session has ended (its
+// member removed, signed out, its key revoked, the account disabled): a
+// tail opened before is no way to keep reading the account's log. It
+// returns when ctx ends.
+func (c *Console) whileSignedIn(ctx context.Context, r *http.Request, cancel context.CancelFunc) {
+	t := time.NewTicker(tailRecheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, ok, _, err := c.session(r.WithContext(ctx)); !ok && err == nil {
+				cancel()
+				return
+			}
+		}
+	}
+}
+
 // logTail streams a domain's new entries (after `after`, or the
 // Last-Event-ID of a reconnection) as they are recorded: the log page's
 // live tail. It stops at shutdown (StopStreams) and after tailMax.
@@ -90,6 +113,7 @@ func (c *Console) logTail(w http.ResponseWriter, r *http.Request, s *account.Ses
 	defer cancel()
 	stop := context.AfterFunc(c.streams, cancel)
 	defer stop()
+	go c.whileSignedIn(ctx, r, cancel)
 	st.Run(ctx, tailSink{w: w, rc: rc}) //nolint:errcheck // the stream just ends; the browser reconnects
 	return nil
 }

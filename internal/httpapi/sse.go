@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/apperr"
 	"github.com/postline/postline/internal/event"
 )
 
@@ -65,6 +66,7 @@ func (s *Server) handleLogStream(w http.ResponseWriter, r *http.Request, p accou
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.streamsCtx, cancel)()
+	go s.whileAuthenticated(ctx, r, cancel)
 	st, err := s.Events.OpenStream(ctx, event.StreamParams{Filter: lq.filter, Limit: lq.filter.Limit, Follow: lq.follow})
 	if err != nil {
 		return err
@@ -84,6 +86,31 @@ func (s *Server) handleLogStream(w http.ResponseWriter, r *http.Request, p accou
 			slog.String("request_id", requestID(r.Context())), slog.String("error", err.Error()))
 	}
 	return nil
+}
+
+// streamRecheck is how often an open stream checks its key again (through
+// the key cache).
+const streamRecheck = 2 * time.Second
+
+// whileAuthenticated cancels an open stream once the request's key stops
+// working (revoked, its member removed from the team, expired, or its
+// account disabled): a stream opened before is no way to keep reading
+// the account's log. It returns when ctx ends.
+func (s *Server) whileAuthenticated(ctx context.Context, r *http.Request, cancel context.CancelFunc) {
+	t := time.NewTicker(streamRecheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			switch _, err := s.authenticate(r.WithContext(ctx)); apperr.CodeOf(err) {
+			case apperr.Unauthorized, apperr.AuthMissing:
+				cancel()
+				return
+			}
+		}
+	}
 }
 
 // sseSink writes a stream's frames, one write and one flush each.
