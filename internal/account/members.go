@@ -22,6 +22,9 @@ type Member struct {
 	InviteUsedAt    *time.Time
 	CreatedAt       time.Time
 	LastSignInAt    *time.Time
+	// InvitedBy is the member who sent the current link (0: the account
+	// itself): removing it expires the link if still unused.
+	InvitedBy int64
 }
 
 // Pending reports an invitation not yet taken up at now: no password,
@@ -60,8 +63,8 @@ type MemberStore interface {
 	MemberByEmail(ctx context.Context, email string) (Member, error)
 	MemberByInvite(ctx context.Context, inviteHash string) (Member, error)
 	SetMemberRole(ctx context.Context, accountID, id int64, role Role) error
-	// DeleteMember removes a member and its sessions, and revokes the
-	// keys it made at now.
+	// DeleteMember removes a member and its sessions, revokes the keys it
+	// made and expires the unused invitation links it sent, at now.
 	DeleteMember(ctx context.Context, accountID, id int64, now time.Time) error
 	// AcceptInvite sets the password of the member whose link inviteHash
 	// is, if the link is unused and not expired at now, and marks it used;

@@ -51,6 +51,12 @@ const maxInviteToken = 100
 // role), and returns the link's token: shown once, stored hashed, good
 // for InviteTTL and once.
 func (t *Team) Invite(ctx context.Context, accountID int64, email string, role Role) (string, Member, error) {
+	return t.InviteBy(ctx, accountID, 0, email, role)
+}
+
+// InviteBy is Invite by a member (by, 0: the account itself): removing
+// that member expires the link if it is still unused.
+func (t *Team) InviteBy(ctx context.Context, accountID, by int64, email string, role Role) (string, Member, error) {
 	email, err := CheckEmail(email)
 	if err != nil {
 		return "", Member{}, err
@@ -67,7 +73,7 @@ func (t *Team) Invite(ctx context.Context, accountID int64, email string, role R
 	case err == nil && (old.AccountID != accountID || old.PasswordSet):
 		return "", Member{}, errMemberTaken(email)
 	case err == nil: // pending, or its link expired: a new link
-		old.Role, old.InviteExpiresAt, old.InviteUsedAt = role, &expires, nil
+		old.Role, old.InviteExpiresAt, old.InviteUsedAt, old.InvitedBy = role, &expires, nil, by
 		if err := t.store.ReinviteMember(ctx, old, hashToken(token), b); err != nil {
 			return "", Member{}, t.boundError(err)
 		}
@@ -75,7 +81,7 @@ func (t *Team) Invite(ctx context.Context, accountID int64, email string, role R
 	case apperr.CodeOf(err) != apperr.NotFound:
 		return "", Member{}, err
 	}
-	m := Member{AccountID: accountID, Email: email, Role: role, CreatedAt: now, InviteExpiresAt: &expires}
+	m := Member{AccountID: accountID, Email: email, Role: role, CreatedAt: now, InviteExpiresAt: &expires, InvitedBy: by}
 	m, err = t.store.CreateMember(ctx, m, hashToken(token), b)
 	if apperr.CodeOf(err) == apperr.Conflict { // added at the same moment
 		return "", Member{}, errMemberTaken(email)
@@ -223,8 +229,8 @@ func (t *Team) SetRole(ctx context.Context, accountID, id int64, role Role) (Mem
 	return m, t.store.SetMemberRole(ctx, accountID, id, role)
 }
 
-// Remove deletes a member, ends its sessions (at their next request) and
-// revokes the keys it made (at once in this process; within the key
+// Remove deletes a member, ends its sessions (at their next request),
+// expires the unused invitation links it sent and revokes the keys it made (at once in this process; within the key
 // cache's TTL in others, as any revocation).
 func (t *Team) Remove(ctx context.Context, accountID, id int64) (Member, error) {
 	m, err := t.store.MemberByID(ctx, accountID, id)

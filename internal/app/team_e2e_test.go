@@ -595,3 +595,45 @@ func TestRemovedMemberStreams(t *testing.T) {
 		}
 	})
 }
+
+// TestRemovedMemberInvitations: an invitation link an owner member made
+// (in its session, or in one signed in with its key), still pending when
+// the member is removed, stops working; the account's own pending link
+// goes on working.
+func TestRemovedMemberInvitations(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d store.Dialect) {
+		env := apitest.Start(t, d, nil)
+		alice := env.NewUser("alice")
+		owner := &browser{t: t, base: env.URL}
+		owner.signIn("alice", alice.Key, "/")
+		boss := join(t, env.URL, owner.invite("boss@team.example", "owner"), "boss@team.example", "owner password 1")
+		status, page := boss.submit("/keys", url.Values{"csrf": {boss.csrfOf("/keys")}, "name": {"boss key"}})
+		bossKey := regexp.MustCompile(`pl_[A-Za-z0-9_-]{43}`).FindString(page)
+		if status != 303 || bossKey == "" {
+			t.Fatalf("making the boss's key: %d\n%s", status, page)
+		}
+		viaKey := &browser{t: t, base: env.URL}
+		viaKey.signIn("alice", bossKey, "/")
+		alt := boss.invite("alt@elsewhere.example", "owner")
+		alt2 := viaKey.invite("alt2@elsewhere.example", "owner")
+		colleague := owner.invite("colleague@team.example", "viewer")
+
+		_, mpage := owner.do("GET", "/members", nil, nil)
+		m := regexp.MustCompile(`boss@team\.example[\s\S]*?action="/members/(\d+)/role"`).FindStringSubmatch(mpage)
+		if m == nil {
+			t.Fatalf("no role form for the boss:\n%s", mpage)
+		}
+		if status, _ := owner.submit("/members/"+m[1]+"/remove", url.Values{"csrf": {owner.csrfOf("/members")}}); status != 303 {
+			t.Fatalf("removing the boss: %d", status)
+		}
+		for name, link := range map[string]string{"the boss's": alt, "the boss key session's": alt2} {
+			b := &browser{t: t, base: env.URL}
+			if r, page := b.do("POST", link, url.Values{"password": {"kept a way in 1"}, "again": {"kept a way in 1"}}, nil); r.StatusCode == 200 ||
+				strings.Contains(page, "Your password is set") {
+				t.Errorf("%s invitation link after the boss's removal: %d, want it dead", name, r.StatusCode)
+			}
+		}
+		join(t, env.URL, colleague, "colleague@team.example", "colleague password 1")
+	})
+}

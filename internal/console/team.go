@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"net/http"
 	"strconv"
 	"strings"
@@ -69,7 +70,8 @@ func (c *Console) joinURL(r *http.Request, token string) string {
 
 func (c *Console) inviteMember(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	role := account.Role(r.PostFormValue("role"))
-	token, m, err := c.deps.Team.Invite(r.Context(), s.AccountID, r.PostFormValue("email"), role)
+	// A link a member sends (or a session of its key) dies with its removal.
+	token, m, err := c.deps.Team.InviteBy(r.Context(), s.AccountID, cmp.Or(s.MemberID, s.KeyMember), r.PostFormValue("email"), role)
 	if e, ok := apperr.As(err); ok && (e.Code == apperr.Invalid || e.Code == apperr.Unprocessable) {
 		fields := e.Fields
 		if len(fields) == 0 {

@@ -60,9 +60,9 @@ func (s Team) CreateMember(ctx context.Context, m account.Member, inviteHash str
 		if err := s.checkBounds(ctx, q, m.AccountID, b, 0); err != nil {
 			return err
 		}
-		return q.QueryRowContext(ctx, `INSERT INTO account_members (account_id, email, role, invite_hash, invite_expires_at, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, m.AccountID, m.Email, string(m.Role), inviteHash,
-			msPtr(m.InviteExpiresAt), ms(m.CreatedAt)).Scan(&m.ID)
+		return q.QueryRowContext(ctx, `INSERT INTO account_members (account_id, email, role, invite_hash, invite_expires_at, created_at, invited_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`, m.AccountID, m.Email, string(m.Role), inviteHash,
+			msPtr(m.InviteExpiresAt), ms(m.CreatedAt), sql.NullInt64{Int64: m.InvitedBy, Valid: m.InvitedBy != 0}).Scan(&m.ID)
 	})
 	if isUnique(err) {
 		return m, apperr.Errorf(apperr.Conflict, "member %s already exists", m.Email)
@@ -77,8 +77,8 @@ func (s Team) ReinviteMember(ctx context.Context, m account.Member, inviteHash s
 			return err
 		}
 		return exec1(ctx, q, "member", `UPDATE account_members SET role = $3, invite_hash = $4, invite_expires_at = $5,
-			invite_used_at = NULL WHERE account_id = $1 AND id = $2 AND password_hash = ''`,
-			m.AccountID, m.ID, string(m.Role), inviteHash, msPtr(m.InviteExpiresAt))
+			invite_used_at = NULL, invited_by = $6 WHERE account_id = $1 AND id = $2 AND password_hash = ''`,
+			m.AccountID, m.ID, string(m.Role), inviteHash, msPtr(m.InviteExpiresAt), sql.NullInt64{Int64: m.InvitedBy, Valid: m.InvitedBy != 0})
 	})
 }
 
@@ -125,9 +125,18 @@ func (s Team) SetMemberRole(ctx context.Context, accountID, id int64, role accou
 
 // DeleteMember implements account.MemberStore. The member's sessions go
 // with it (ON DELETE CASCADE; deleted here too, for SQLite connections
-// without foreign keys), and the keys it made are revoked at now.
+// without foreign keys), the keys it made are revoked at now, and the
+// unused invitation links it sent expire at now.
 func (s Team) DeleteMember(ctx context.Context, accountID, id int64, now time.Time) error {
 	return s.db.InTx(ctx, func(q Querier) error {
+		if _, err := q.ExecContext(ctx, `UPDATE account_members SET invite_expires_at = $3
+			WHERE account_id = $1 AND invited_by = $2 AND password_hash = '' AND invite_used_at IS NULL AND invite_expires_at > $3`,
+			accountID, id, ms(now)); err != nil {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, `UPDATE account_members SET invited_by = NULL WHERE account_id = $1 AND invited_by = $2`, accountID, id); err != nil {
+			return err
+		}
 		if _, err := q.ExecContext(ctx, `UPDATE api_keys SET revoked_at = $3
 			WHERE account_id = $1 AND member_id = $2 AND revoked_at IS NULL`, accountID, id, ms(now)); err != nil {
 			return err
