@@ -465,6 +465,15 @@ func TestRemovedMemberKeepsNoAccountCredential(t *testing.T) {
 			t.Fatalf("POST /api/admin/accounts/bob/keys: %d %s", r.StatusCode, r.Body)
 		}
 		bobKey, _ := r.JSON["data"].(map[string]any)["key"].(string)
+		bobKeys, err := env.App.Accounts.Keys(context.Background(), "bob")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range bobKeys {
+			if k.MemberID != 0 {
+				t.Errorf("bob's key %q names member %d of another account", k.Name, k.MemberID)
+			}
+		}
 
 		_, mpage := owner.do("GET", "/members", nil, nil)
 		ids := regexp.MustCompile(`action="/members/(\d+)/role"`).FindAllStringSubmatch(mpage, -1)
