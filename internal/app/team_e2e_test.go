@@ -65,6 +65,47 @@ func join(t *testing.T, base, link, email, pw string) *browser {
 	return m
 }
 
+// consoleKeyRE is a new key as the keys page shows it, once.
+var consoleKeyRE = regexp.MustCompile(`pl_[A-Za-z0-9_-]{43}`)
+
+// makeKey has b make a key named name on the console's keys page (no
+// scopes: every one) and returns it.
+func (b *browser) makeKey(name string, scopes ...string) string {
+	b.t.Helper()
+	status, page := b.submit("/keys", url.Values{"csrf": {b.csrfOf("/keys")}, "name": {name}, "scopes": scopes})
+	k := consoleKeyRE.FindString(page)
+	if status != 303 || k == "" {
+		b.t.Fatalf("making key %q: %d\n%s", name, status, page)
+	}
+	return k
+}
+
+// removeMember has the owner b remove the i-th of the account's members as
+// /members lists them (by email), after checking there are n.
+func (b *browser) removeMember(i, n int) {
+	b.t.Helper()
+	_, page := b.do("GET", "/members", nil, nil)
+	ids := regexp.MustCompile(`action="/members/(\d+)/role"`).FindAllStringSubmatch(page, -1)
+	if len(ids) != n {
+		b.t.Fatalf("role forms: %v, want %d", ids, n)
+	}
+	if status, _ := b.submit("/members/"+ids[i][1]+"/remove", url.Values{"csrf": {b.csrfOf("/members")}}); status != 303 {
+		b.t.Fatalf("removing member %d of %d: %d", i, n, status)
+	}
+}
+
+// startTeam starts the API with the account alice, her domain
+// alice.example, and her console signed in with her key.
+func startTeam(t *testing.T, d store.Dialect) (*apitest.Env, apitest.User, *browser) {
+	t.Helper()
+	env := apitest.Start(t, d, nil)
+	alice := env.NewUser("alice")
+	env.NewDomain(alice, "alice.example")
+	owner := &browser{t: t, base: env.URL}
+	owner.signIn("alice", alice.Key, "/")
+	return env, alice, owner
+}
+
 // TestConsoleTeam: an owner invites members with one-time links (used,
 // expired and unknown links refused with a page saying so); members sign
 // in with their email and password; a viewer sees no form and every POST
@@ -174,7 +215,7 @@ func TestConsoleTeam(t *testing.T) {
 
 		// The developer: keys (below its role) and suppressions yes, members and audit no.
 		status, page = dev.submit("/keys", url.Values{"csrf": {dev.csrfOf("/keys")}, "name": {"dev key"}, "scopes": {"send", "log:read"}})
-		if status != 303 || !regexp.MustCompile(`pl_[A-Za-z0-9_-]{43}`).MatchString(page) {
+		if status != 303 || !consoleKeyRE.MatchString(page) {
 			t.Errorf("developer creating a key: %d\n%s", status, page)
 		}
 		if status, _ := dev.submit("/domains/alice.example/suppressions", url.Values{"csrf": {dev.csrfOf("/")}, "recipient": {"gone@rcpt.example"}, "type": {"bounce"}}); status != 303 {
@@ -341,36 +382,22 @@ func TestConsoleMemberSignInLimit(t *testing.T) {
 func TestRemovedMemberKeys(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, d store.Dialect) {
-		env := apitest.Start(t, d, nil)
-		alice := env.NewUser("alice")
-		env.NewDomain(alice, "alice.example")
-		owner := &browser{t: t, base: env.URL}
-		owner.signIn("alice", alice.Key, "/")
-		keyRE := regexp.MustCompile(`pl_[A-Za-z0-9_-]{43}`)
-		makeKey := func(b *browser, name string, scopes ...string) string {
-			t.Helper()
-			status, page := b.submit("/keys", url.Values{"csrf": {b.csrfOf("/keys")}, "name": {name}, "scopes": scopes})
-			k := keyRE.FindString(page)
-			if status != 303 || k == "" {
-				t.Fatalf("making key %q: %d\n%s", name, status, page)
-			}
-			return k
-		}
+		env, alice, owner := startTeam(t, d)
 		dev := join(t, env.URL, owner.invite("dev@team.example", "developer"), "dev@team.example", "developer password 1")
 		boss := join(t, env.URL, owner.invite("boss@team.example", "owner"), "boss@team.example", "owner password 1")
-		devKey := makeKey(dev, "dev key", "send", "log:read")
-		bossKey := makeKey(boss, "boss key") // every scope: it makes keys through the API
+		devKey := dev.makeKey("dev key", "send", "log:read")
+		bossKey := boss.makeKey("boss key") // every scope: it makes keys through the API
 		r := env.Do(apitest.Request{Method: "POST", Path: "/api/keys", Auth: apitest.User{Login: "alice", Key: bossKey}.Auth(),
 			Body: map[string]any{"name": "made with the boss key", "scopes": []string{"log:read"}}})
 		if r.StatusCode != 201 {
 			t.Fatalf("POST /api/keys with the boss's key: %d %s", r.StatusCode, r.Body)
 		}
 		childKey, _ := r.JSON["data"].(map[string]any)["key"].(string)
-		ownKey := makeKey(owner, "the account's", "log:read")
+		ownKey := owner.makeKey("the account's", "log:read")
 		// A console session signed in with the boss's key makes keys that are the boss's too.
 		viaKey := &browser{t: t, base: env.URL}
 		viaKey.signIn("alice", bossKey, "/")
-		sessionKey := makeKey(viaKey, "made in a session of the boss key", "log:read")
+		sessionKey := viaKey.makeKey("made in a session of the boss key", "log:read")
 
 		works := func(key string) int {
 			return env.Do(apitest.Request{Method: "GET", Path: "/api/domains/alice.example/log",
@@ -382,22 +409,13 @@ func TestRemovedMemberKeys(t *testing.T) {
 				t.Fatalf("the %s key before any removal: %d", name, s)
 			}
 		}
-		_, page := owner.do("GET", "/members", nil, nil)
-		ids := regexp.MustCompile(`action="/members/(\d+)/role"`).FindAllStringSubmatch(page, -1)
-		if len(ids) != 2 { // boss, dev: by email
-			t.Fatalf("role forms: %v", ids)
-		}
-		if status, _ := owner.submit("/members/"+ids[0][1]+"/remove", url.Values{"csrf": {owner.csrfOf("/members")}}); status != 303 {
-			t.Fatalf("removing the boss: %d", status)
-		}
+		owner.removeMember(0, 2) // boss, dev: by email
 		for name, want := range map[string]int{"boss": 401, "child": 401, "session": 401, "dev": 200, "own": 200} {
 			if s := works(keys[name]); s != want {
 				t.Errorf("the %s key after the boss's removal: %d, want %d", name, s, want)
 			}
 		}
-		if status, _ := owner.submit("/members/"+ids[1][1]+"/remove", url.Values{"csrf": {owner.csrfOf("/members")}}); status != 303 {
-			t.Fatalf("removing the developer: %d", status)
-		}
+		owner.removeMember(0, 1) // the developer
 		if s := works(devKey); s != 401 {
 			t.Errorf("the developer's key after its removal: %d, want 401", s)
 		}
@@ -440,11 +458,7 @@ func TestRemovedMemberKeepsNoAccountCredential(t *testing.T) {
 			t.Errorf("a member setting the account's password: %d, want 403", status)
 		}
 		// ... and from a session signed in with a key the member made.
-		status, page := boss.submit("/keys", url.Values{"csrf": {boss.csrfOf("/keys")}, "name": {"boss key"}})
-		bossKey := regexp.MustCompile(`pl_[A-Za-z0-9_-]{43}`).FindString(page)
-		if status != 303 || bossKey == "" {
-			t.Fatalf("making the boss's key: %d\n%s", status, page)
-		}
+		bossKey := boss.makeKey("boss key")
 		viaKey := &browser{t: t, base: env.URL}
 		viaKey.signIn("alice", bossKey, "/")
 		if status, _ := viaKey.submit("/password", url.Values{"csrf": {viaKey.csrfOf("/keys")}, "password": {pw}, "again": {pw}}); status != 403 {
@@ -475,14 +489,7 @@ func TestRemovedMemberKeepsNoAccountCredential(t *testing.T) {
 			}
 		}
 
-		_, mpage := owner.do("GET", "/members", nil, nil)
-		ids := regexp.MustCompile(`action="/members/(\d+)/role"`).FindAllStringSubmatch(mpage, -1)
-		if len(ids) != 1 {
-			t.Fatalf("role forms: %v", ids)
-		}
-		if status, _ := owner.submit("/members/"+ids[0][1]+"/remove", url.Values{"csrf": {owner.csrfOf("/members")}}); status != 303 {
-			t.Fatalf("removing the boss: %d", status)
-		}
+		owner.removeMember(0, 1)
 		after := &browser{t: t, base: env.URL}
 		if r := after.signIn("alice", pw, "/"); r.StatusCode == 303 {
 			t.Errorf("the removed member signs in as the account with the password it set")
@@ -507,11 +514,7 @@ func TestRemovedMemberSubmissionSession(t *testing.T) {
 		owner := &browser{t: t, base: e.URL}
 		owner.signIn(e.user.Login, e.user.Key, "/")
 		dev := join(t, e.URL, owner.invite("dev@team.example", "developer"), "dev@team.example", "developer password 1")
-		status, page := dev.submit("/keys", url.Values{"csrf": {dev.csrfOf("/keys")}, "name": {"smtp"}, "scopes": {"send"}})
-		devKey := regexp.MustCompile(`pl_[A-Za-z0-9_-]{43}`).FindString(page)
-		if status != 303 || devKey == "" {
-			t.Fatalf("making the developer's key: %d\n%s", status, page)
-		}
+		devKey := dev.makeKey("smtp", "send")
 		c, err := dialSubmission(t, e, false, smtp.PlainAuth("", e.user.Login, devKey, "127.0.0.1"))
 		if err != nil {
 			t.Fatal(err)
@@ -520,14 +523,7 @@ func TestRemovedMemberSubmissionSession(t *testing.T) {
 		if err := submit(c, "orders@shop.example.com", []string{"ann@rcpt.example.net"}, msg); err != nil {
 			t.Fatalf("submitting before the removal: %v", err)
 		}
-		_, mpage := owner.do("GET", "/members", nil, nil)
-		ids := regexp.MustCompile(`action="/members/(\d+)/role"`).FindAllStringSubmatch(mpage, -1)
-		if len(ids) != 1 {
-			t.Fatalf("role forms: %v", ids)
-		}
-		if status, _ := owner.submit("/members/"+ids[0][1]+"/remove", url.Values{"csrf": {owner.csrfOf("/members")}}); status != 303 {
-			t.Fatalf("removing the developer: %d", status)
-		}
+		owner.removeMember(0, 1)
 		if err := c.Noop(); err != nil {
 			t.Fatalf("NOOP: %v", err)
 		}
@@ -546,17 +542,9 @@ func TestRemovedMemberSubmissionSession(t *testing.T) {
 func TestRemovedMemberStreams(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, d store.Dialect) {
-		env := apitest.Start(t, d, nil)
-		alice := env.NewUser("alice")
-		env.NewDomain(alice, "alice.example")
-		owner := &browser{t: t, base: env.URL}
-		owner.signIn("alice", alice.Key, "/")
+		env, _, owner := startTeam(t, d)
 		dev := join(t, env.URL, owner.invite("dev@team.example", "developer"), "dev@team.example", "developer password 1")
-		status, page := dev.submit("/keys", url.Values{"csrf": {dev.csrfOf("/keys")}, "name": {"logs"}, "scopes": {"log:read"}})
-		devKey := regexp.MustCompile(`pl_[A-Za-z0-9_-]{43}`).FindString(page)
-		if status != 303 || devKey == "" {
-			t.Fatalf("making the developer's key: %d\n%s", status, page)
-		}
+		devKey := dev.makeKey("logs", "log:read")
 		open := func(name, path string, auth func(*http.Request)) <-chan struct{} {
 			t.Helper()
 			req, _ := http.NewRequest("GET", env.URL+path, nil)
@@ -585,14 +573,7 @@ func TestRemovedMemberStreams(t *testing.T) {
 			t.Fatal("the live tail ended before the removal")
 		case <-time.After(time.Second):
 		}
-		_, mpage := owner.do("GET", "/members", nil, nil)
-		ids := regexp.MustCompile(`action="/members/(\d+)/role"`).FindAllStringSubmatch(mpage, -1)
-		if len(ids) != 1 {
-			t.Fatalf("role forms: %v", ids)
-		}
-		if status, _ := owner.submit("/members/"+ids[0][1]+"/remove", url.Values{"csrf": {owner.csrfOf("/members")}}); status != 303 {
-			t.Fatalf("removing the developer: %d", status)
-		}
+		owner.removeMember(0, 1)
 		deadline := time.After(15 * time.Second)
 		for name, ch := range map[string]<-chan struct{}{"the API's log stream": api, "the console's live tail": tail} {
 			select {
@@ -617,11 +598,7 @@ func TestRemovedMemberInvitations(t *testing.T) {
 		owner := &browser{t: t, base: env.URL}
 		owner.signIn("alice", alice.Key, "/")
 		boss := join(t, env.URL, owner.invite("boss@team.example", "owner"), "boss@team.example", "owner password 1")
-		status, page := boss.submit("/keys", url.Values{"csrf": {boss.csrfOf("/keys")}, "name": {"boss key"}})
-		bossKey := regexp.MustCompile(`pl_[A-Za-z0-9_-]{43}`).FindString(page)
-		if status != 303 || bossKey == "" {
-			t.Fatalf("making the boss's key: %d\n%s", status, page)
-		}
+		bossKey := boss.makeKey("boss key")
 		viaKey := &browser{t: t, base: env.URL}
 		viaKey.signIn("alice", bossKey, "/")
 		alt := boss.invite("alt@elsewhere.example", "owner")

@@ -81,3 +81,22 @@ func (s Sweep) Pass(ctx context.Context) {
 		s.Logger.Log(ctx, s.Level, s.Done, "count", n)
 	}
 }
+
+// CancelWhen calls cancel once gone reports true, asking every every, and
+// returns then or when ctx ends: a long request (a log stream, a live
+// tail) ends soon after the credentials it was opened with stop working.
+func CancelWhen(ctx context.Context, every time.Duration, gone func(ctx context.Context) bool, cancel context.CancelFunc) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if gone(ctx) {
+				cancel()
+				return
+			}
+		}
+	}
+}

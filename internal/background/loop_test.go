@@ -75,3 +75,40 @@ func TestSweepLogs(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelWhen: cancel runs once gone says so, not before; and the
+// watcher returns when its context ends without cancelling.
+func TestCancelWhen(t *testing.T) {
+	t.Parallel()
+	var asked atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cancelled := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		CancelWhen(ctx, time.Millisecond, func(context.Context) bool { return asked.Add(1) >= 3 }, func() { close(cancelled) })
+	}()
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not cancelled after gone said so")
+	}
+	<-done
+	if n := asked.Load(); n != 3 {
+		t.Errorf("gone asked %d times, want 3 (cancelled at the first true)", n)
+	}
+
+	ctx2, stop := context.WithCancel(context.Background())
+	done2 := make(chan struct{})
+	go func() {
+		defer close(done2)
+		CancelWhen(ctx2, time.Hour, func(context.Context) bool { return true }, func() { t.Error("cancelled though gone was never asked") })
+	}()
+	stop()
+	select {
+	case <-done2:
+	case <-time.After(5 * time.Second):
+		t.Fatal("CancelWhen did not return when its context ended")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/account"
+	"github.com/postline/postline/internal/background"
 	"github.com/postline/postline/internal/event"
 )
 
@@ -63,24 +64,13 @@ const tailMax = 10 * time.Minute
 // tailRecheck is how often an open tail checks its session again.
 const tailRecheck = 2 * time.Second
 
-// whileSignedIn cancels an open tail once its session has ended (its
-// member removed, signed out, its key revoked, the account disabled): a
-// tail opened before is no way to keep reading the account's log. It
-// returns when ctx ends.
-func (c *Console) whileSignedIn(ctx context.Context, r *http.Request, cancel context.CancelFunc) {
-	t := time.NewTicker(tailRecheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, ok, _, err := c.session(r.WithContext(ctx)); !ok && err == nil {
-				cancel()
-				return
-			}
-		}
-	}
+// signedOut reports whether the request's session has ended (its member
+// removed, signed out, its key revoked, the account disabled): an open
+// tail then ends, as it is no way to keep reading the account's log. A
+// failure to check is not an answer.
+func (c *Console) signedOut(r *http.Request) bool {
+	_, ok, _, err := c.session(r)
+	return !ok && err == nil
 }
 
 // logTail streams a domain's new entries (after `after`, or the
@@ -113,7 +103,7 @@ func (c *Console) logTail(w http.ResponseWriter, r *http.Request, s *account.Ses
 	defer cancel()
 	stop := context.AfterFunc(c.streams, cancel)
 	defer stop()
-	go c.whileSignedIn(ctx, r, cancel)
+	go background.CancelWhen(ctx, tailRecheck, func(ctx context.Context) bool { return c.signedOut(r.WithContext(ctx)) }, cancel)
 	st.Run(ctx, tailSink{w: w, rc: rc}) //nolint:errcheck // the stream just ends; the browser reconnects
 	return nil
 }

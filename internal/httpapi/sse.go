@@ -12,6 +12,7 @@ import (
 
 	"github.com/postline/postline/internal/account"
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/background"
 	"github.com/postline/postline/internal/event"
 )
 
@@ -66,7 +67,7 @@ func (s *Server) handleLogStream(w http.ResponseWriter, r *http.Request, p accou
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.streamsCtx, cancel)()
-	go s.whileAuthenticated(ctx, r, cancel)
+	go background.CancelWhen(ctx, streamRecheck, func(ctx context.Context) bool { return s.keyGone(r.WithContext(ctx)) }, cancel)
 	st, err := s.Events.OpenStream(ctx, event.StreamParams{Filter: lq.filter, Limit: lq.filter.Limit, Follow: lq.follow})
 	if err != nil {
 		return err
@@ -92,25 +93,14 @@ func (s *Server) handleLogStream(w http.ResponseWriter, r *http.Request, p accou
 // the key cache).
 const streamRecheck = 2 * time.Second
 
-// whileAuthenticated cancels an open stream once the request's key stops
-// working (revoked, its member removed from the team, expired, or its
-// account disabled): a stream opened before is no way to keep reading
-// the account's log. It returns when ctx ends.
-func (s *Server) whileAuthenticated(ctx context.Context, r *http.Request, cancel context.CancelFunc) {
-	t := time.NewTicker(streamRecheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			switch _, err := s.authenticate(r.WithContext(ctx)); apperr.CodeOf(err) {
-			case apperr.Unauthorized, apperr.AuthMissing:
-				cancel()
-				return
-			}
-		}
-	}
+// keyGone reports whether the request's key stopped working (revoked,
+// its member removed from the team, expired, or its account disabled): an
+// open stream then ends, as it is no way to keep reading the account's
+// log. A failure to check is not an answer.
+func (s *Server) keyGone(r *http.Request) bool {
+	_, err := s.authenticate(r)
+	c := apperr.CodeOf(err)
+	return c == apperr.Unauthorized || c == apperr.AuthMissing
 }
 
 // sseSink writes a stream's frames, one write and one flush each.
