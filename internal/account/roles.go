@@ -1,6 +1,10 @@
 package account
 
-import "github.com/postline/postline/internal/apperr"
+import (
+	"cmp"
+
+	"github.com/postline/postline/internal/apperr"
+)
 
 // Role is what a console user may do in an account (issue 32, team
 // access). The account itself (its login with a key or its password) is
@@ -47,10 +51,16 @@ func (p Principal) MayChange() bool { return p.RoleOf() != RoleViewer }
 // log (owners).
 func (p Principal) MayManageTeam() bool { return p.RoleOf() == RoleOwner }
 
-// IsAccount reports whether p is the account itself: neither a member
-// nor signed in with a key a member made. Only it sets the account's
-// console password, which a removed member would otherwise keep.
-func (p Principal) IsAccount() bool { return p.MemberID == 0 && p.KeyMember == 0 }
+// ActingMember is the team member p acts for: the member signed in, or
+// the one who made the key p signed in with; 0 for the account itself.
+// What p makes (keys, invitation links) is that member's, and goes with
+// its removal.
+func (p Principal) ActingMember() int64 { return cmp.Or(p.MemberID, p.KeyMember) }
+
+// IsAccount reports whether p is the account itself (no ActingMember).
+// Only it sets the account's console password, which a removed member
+// would otherwise keep.
+func (p Principal) IsAccount() bool { return p.ActingMember() == 0 }
 
 // Actor names p in the audit log: a member's email, else the account's
 // login (keyName, when given, names the API key a request used).

@@ -1,7 +1,6 @@
 package account
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -140,7 +139,7 @@ func (p Principal) Covers(o KeyOptions) bool {
 // later one is refused (apperr.Invalid on expires_at). A member's key,
 // or a key made with one, is that member's (KeyOptions.MemberID).
 func (p Principal) ChildKey(o KeyOptions) (KeyOptions, error) {
-	o.MemberID = cmp.Or(p.MemberID, p.KeyMember) // a member's key, made in the console or with its key
+	o.MemberID = p.ActingMember()
 	if !p.Covers(o) {
 		return o, apperr.Errorf(apperr.Forbidden, "This API key can only create keys with no more scopes and domains than its own")
 	}

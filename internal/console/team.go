@@ -1,7 +1,6 @@
 package console
 
 import (
-	"cmp"
 	"net/http"
 	"strconv"
 	"strings"
@@ -71,7 +70,7 @@ func (c *Console) joinURL(r *http.Request, token string) string {
 func (c *Console) inviteMember(w http.ResponseWriter, r *http.Request, s *account.Session) error {
 	role := account.Role(r.PostFormValue("role"))
 	// A link a member sends (or a session of its key) dies with its removal.
-	token, m, err := c.deps.Team.InviteBy(r.Context(), s.AccountID, cmp.Or(s.MemberID, s.KeyMember), r.PostFormValue("email"), role)
+	token, m, err := c.deps.Team.InviteBy(r.Context(), s.AccountID, s.ActingMember(), r.PostFormValue("email"), role)
 	if e, ok := apperr.As(err); ok && (e.Code == apperr.Invalid || e.Code == apperr.Unprocessable) {
 		fields := e.Fields
 		if len(fields) == 0 {

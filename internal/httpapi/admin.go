@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"cmp"
 	"net/http"
 
 	"github.com/postline/postline/internal/account"
@@ -207,7 +206,7 @@ func (s *Server) handleAdminCreateKey(w http.ResponseWriter, r *http.Request, p 
 		return err
 	}
 	if a, err := s.Accounts.User(r.Context(), r.PathValue("login")); err == nil && a.ID == p.AccountID {
-		o.MemberID = cmp.Or(p.MemberID, p.KeyMember)
+		o.MemberID = p.ActingMember()
 	}
 	return s.createKey(w, r, r.PathValue("login"), o)
 }
