@@ -129,12 +129,11 @@ func (s Team) SetMemberRole(ctx context.Context, accountID, id int64, role accou
 // unused invitation links it sent expire at now.
 func (s Team) DeleteMember(ctx context.Context, accountID, id int64, now time.Time) error {
 	return s.db.InTx(ctx, func(q Querier) error {
-		if _, err := q.ExecContext(ctx, `UPDATE account_members SET invite_expires_at = $3
-			WHERE account_id = $1 AND invited_by = $2 AND password_hash = '' AND invite_used_at IS NULL AND invite_expires_at > $3`,
-			accountID, id, ms(now)); err != nil {
-			return err
-		}
-		if _, err := q.ExecContext(ctx, `UPDATE account_members SET invited_by = NULL WHERE account_id = $1 AND invited_by = $2`, accountID, id); err != nil {
+		// The members it invited forget it; the links still unused expire.
+		if _, err := q.ExecContext(ctx, `UPDATE account_members SET invited_by = NULL,
+			invite_expires_at = CASE WHEN password_hash = '' AND invite_used_at IS NULL AND invite_expires_at > $3
+				THEN $3 ELSE invite_expires_at END
+			WHERE account_id = $1 AND invited_by = $2`, accountID, id, ms(now)); err != nil {
 			return err
 		}
 		if _, err := q.ExecContext(ctx, `UPDATE api_keys SET revoked_at = $3
