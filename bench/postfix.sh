@@ -14,6 +14,8 @@
 #
 # Usage: bench/postfix.sh [N, default 2000] [rounds, default 3] [clients, default 8]
 #        POSTLINE_BUILDS="default openssl" bench/postfix.sh 2000 3 8   (both builds, same run)
+#        POSTLINE_BUILDS="openssl openssl@../variant" ...: KIND@DIR also builds KIND from the
+#        checkout in DIR (a worktree with one change), measured in the same rounds
 #        POSTLINE_RELAY_CONNECTIONS=8: the relay to the sink takes 8 connections (default 4)
 #        POSTLINE_PROFILE_DIR=DIR: each Postline writes DIR/postline-BUILD.pprof (serve --cpu-profile)
 #        over the whole run; read it with go tool pprof -top DIR/postline-BUILD.pprof
@@ -58,12 +60,18 @@ pl_env() { # build, submission port: the environment of that Postline
 builds=${POSTLINE_BUILDS:-default}
 declare -A postline_pid submit_port
 port=2587
-for b in $builds; do
-  case $b in
-    default) CGO_ENABLED=0 go build -o "$work/postline-$b" ./cmd/postline ;;
-    openssl) CGO_ENABLED=1 go build -tags openssl -o "$work/postline-$b" ./cmd/postline ;;
-    *) echo "bench/postfix.sh: unknown build $b (default, openssl)" >&2; exit 2 ;;
+names=()
+for spec in $builds; do
+  # KIND@DIR builds KIND from another checkout of Postline (a variant to compare in the same
+  # run, e.g. a git worktree with one change); its label is postline-KIND-BASENAME.
+  kind=${spec%%@*} dir=. b=${spec%%@*}
+  case $spec in *@*) dir=${spec#*@}; b="$kind-$(basename "$dir")" ;; esac
+  case $kind in
+    default) (cd "$dir" && CGO_ENABLED=0 go build -o "$work/postline-$b" ./cmd/postline) ;;
+    openssl) (cd "$dir" && CGO_ENABLED=1 go build -tags openssl -o "$work/postline-$b" ./cmd/postline) ;;
+    *) echo "bench/postfix.sh: unknown build $spec (default, openssl, KIND@DIR)" >&2; exit 2 ;;
   esac
+  names+=("$b")
   pl="env $(pl_env "$b" "$port") $work/postline-$b"
   $pl user create bench >/dev/null
   $pl key create bench | grep -o 'pl_[A-Za-z0-9_-]*' | head -1 >"$work/key-$b"
@@ -208,7 +216,7 @@ measure() { # label, mailload flags...
 }
 # One small warm-up each (process start-up, first key load), not counted.
 postline_round() {
-  for b in $builds; do
+  for b in "${names[@]}"; do
     measure "postline-$b" -addr "127.0.0.1:${submit_port[$b]}" -auth "bench:$(cat "$work/key-$b")"
   done
 }
