@@ -15,7 +15,8 @@
 # Usage: bench/postfix.sh [N, default 2000] [rounds, default 3] [clients, default 8]
 #        POSTLINE_BUILDS="default openssl" bench/postfix.sh 2000 3 8   (both builds, same run)
 #        POSTLINE_BUILDS="openssl openssl@../variant" ...: KIND@DIR also builds KIND from the
-#        checkout in DIR (a worktree with one change), measured in the same rounds
+#        checkout in DIR (a worktree with one change; a relative DIR is from the repository's
+#        root), measured in the same rounds
 #        POSTLINE_RELAY_CONNECTIONS=8: the relay to the sink takes 8 connections (default 4)
 #        POSTLINE_PROFILE_DIR=DIR: each Postline writes DIR/postline-BUILD.pprof (serve --cpu-profile)
 #        over the whole run; read it with go tool pprof -top DIR/postline-BUILD.pprof
