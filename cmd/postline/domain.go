@@ -320,10 +320,10 @@ func setupDomainVerify(fs *flag.FlagSet) runFunc {
 		switch {
 		case d.RecordsChanged():
 			// A failed check never unverifies: the domain keeps sending.
-			return fmt.Errorf("%s stays verified and keeps sending, but its DNS records changed since verification: "+
-				"publish the records marked missing or mismatch", d.Name)
+			return fmt.Errorf("%s stays verified and keeps sending, but its DNS records changed since verification: %s",
+				d.Name, d.RecordsAdvice())
 		case !d.Verified():
-			return fmt.Errorf("%s is not verified: publish the records marked missing or mismatch", d.Name)
+			return fmt.Errorf("%s is not verified: %s", d.Name, d.RecordsAdvice())
 		}
 		fmt.Fprintf(x.stdout, "%s is verified\n", d.Name)
 		return nil

@@ -11,7 +11,8 @@ import (
 // published (issue 32, defect 1): it reports each record, says the domain
 // stays verified and exits 1; the domain is still verified afterwards,
 // and `domain show` gives the check. A new claim that fails stays pending
-// with its expiry.
+// with its expiry. When the look-ups themselves fail, the advice is about
+// them, not about publishing records.
 func TestCLIDomainVerifyKeepsVerification(t *testing.T) {
 	t.Parallel()
 	dns := dnstest.New(t)
@@ -39,5 +40,17 @@ func TestCLIDomainVerifyKeepsVerification(t *testing.T) {
 	}
 	if _, out, _ = cliEnv(t, vars, "domain", "show", "new.example"); !strings.Contains(out, "claim:     pending, deleted unless verified by") {
 		t.Fatalf("domain show of the new claim after a failed check:\n%s", out)
+	}
+	if !strings.Contains(errs, "publish the records marked missing or mismatch") {
+		t.Errorf("a check that found records missing says %q; want it to say to publish them", errs)
+	}
+
+	// Look-ups that fail find nothing wrong with the records: the advice
+	// is about the look-ups (a resolver where nothing listens).
+	vars["POSTLINE_DNS_SERVER"] = "127.0.0.1:1"
+	code, out, errs = cliEnv(t, vars, "domain", "verify", "new.example")
+	if code != 1 || !strings.Contains(out, "dns_error") || strings.Contains(errs, "publish the records") ||
+		!strings.Contains(errs, "new.example is not verified: the DNS look-ups failed (records marked dns_error)") {
+		t.Fatalf("domain verify with the resolver down: exit %d\nstdout %s\nstderr %s", code, out, errs)
 	}
 }

@@ -81,11 +81,11 @@ func verifyNotice(d domain.Domain) string {
 	switch {
 	case d.RecordsChanged():
 		return d.Name + " stays verified and keeps sending, but its DNS records changed since verification: " +
-			"publish the records marked missing or mismatch (a passing DNS failure clears by itself at the next check)."
+			d.RecordsAdvice() + "."
 	case d.Verified():
 		return d.Name + " is verified: every required record is in place."
 	}
-	return d.Name + " is not verified yet: publish the records marked missing or mismatch, then verify again."
+	return d.Name + " is not verified yet: " + d.RecordsAdvice() + ", then verify again."
 }
 
 // deleteDomain removes a domain once its name is typed again.

@@ -44,6 +44,18 @@ func (c DNSCheck) Outcome() string {
 	return CheckDNSError
 }
 
+// RecordsAdvice says what to do after a check that did not find every
+// record in place: publish what is missing or differs; or, when the
+// look-ups themselves failed and nothing was found wrong, not the records
+// but the look-ups are the matter.
+func (d Domain) RecordsAdvice() string {
+	if d.DNSCheck != nil && !d.DNSCheck.OK && d.DNSCheck.Outcome() == CheckDNSError {
+		return "the DNS look-ups failed (records marked dns_error) and found nothing wrong: verify again later, " +
+			"and if it goes on, check the server's resolver (--dns-server)"
+	}
+	return "publish the records marked missing or mismatch"
+}
+
 // failing lists the records not found as published, "purpose status", sorted.
 func (c DNSCheck) failing() []string {
 	var out []string
