@@ -60,8 +60,12 @@ func setupValidate(fs *flag.FlagSet) runFunc {
 				return err
 			}
 		}
-		fmt.Fprintf(x.stderr, "validated %d addresses: %d valid, %d invalid (%d from cache)\n",
-			total.Total, total.Valid, total.Invalid, total.Cached)
+		noun := "addresses"
+		if total.Total == 1 {
+			noun = "address"
+		}
+		fmt.Fprintf(x.stderr, "validated %d %s: %d valid, %d invalid (%d from cache)\n",
+			total.Total, noun, total.Valid, total.Invalid, total.Cached)
 		return nil
 	}
 }
