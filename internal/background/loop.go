@@ -29,19 +29,10 @@ func (l *Loop) Start(ctx context.Context) error {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		t := time.NewTicker(l.Every)
-		defer t.Stop()
 		if !l.Wait {
 			l.Pass(ctx)
 		}
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			l.Pass(ctx)
-		}
+		Every(ctx, l.Every, func(ctx context.Context) bool { l.Pass(ctx); return false })
 	}()
 	return nil
 }
@@ -86,6 +77,18 @@ func (s Sweep) Pass(ctx context.Context) {
 // returns then or when ctx ends: a long request (a log stream, a live
 // tail) ends soon after the credentials it was opened with stop working.
 func CancelWhen(ctx context.Context, every time.Duration, gone func(ctx context.Context) bool, cancel context.CancelFunc) {
+	Every(ctx, every, func(ctx context.Context) bool {
+		if gone(ctx) {
+			cancel()
+			return true
+		}
+		return false
+	})
+}
+
+// Every calls fn every every, the first time one interval from now, until
+// ctx ends or fn reports it is done.
+func Every(ctx context.Context, every time.Duration, fn func(ctx context.Context) (done bool)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -93,8 +96,7 @@ func CancelWhen(ctx context.Context, every time.Duration, gone func(ctx context.
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if gone(ctx) {
-				cancel()
+			if fn(ctx) {
 				return
 			}
 		}

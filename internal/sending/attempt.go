@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/postline/postline/internal/apperr"
+	"github.com/postline/postline/internal/background"
 	"github.com/postline/postline/internal/delivery"
 	"github.com/postline/postline/internal/domain"
 	"github.com/postline/postline/internal/event"
@@ -243,19 +244,11 @@ func (w *Worker) finish(ctx context.Context, d Delivery, o Outcome, entries []ev
 // a slow server can outlast one lease).
 func (w *Worker) keepLease(ctx context.Context, id int64) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		t := time.NewTicker(w.cfg.Lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := w.store.ExtendLease(ctx, id, w.owner, w.cfg.Now().Add(w.cfg.Lease)); err != nil && ctx.Err() == nil {
-					w.cfg.Logger.Warn("extending lease failed", "delivery", id, "error", err)
-				}
-			}
+	go background.Every(ctx, w.cfg.Lease/3, func(ctx context.Context) bool {
+		if err := w.store.ExtendLease(ctx, id, w.owner, w.cfg.Now().Add(w.cfg.Lease)); err != nil && ctx.Err() == nil {
+			w.cfg.Logger.Warn("extending lease failed", "delivery", id, "error", err)
 		}
-	}()
+		return false
+	})
 	return cancel
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/postline/postline/internal/background"
 )
 
 // FileLists are operator lists read from two text files, one entry a line:
@@ -58,19 +60,12 @@ func (f *FileLists) Reload() (bool, error) {
 
 // Watch reloads every interval until ctx ends; errors go to report.
 func (f *FileLists) Watch(ctx context.Context, interval time.Duration, report func(changed bool, err error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			changed, err := f.Reload()
-			if changed || err != nil {
-				report(changed, err)
-			}
+	background.Every(ctx, interval, func(context.Context) bool {
+		if changed, err := f.Reload(); changed || err != nil {
+			report(changed, err)
 		}
-	}
+		return false
+	})
 }
 
 func fileStamp(path string) string {
