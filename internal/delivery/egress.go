@@ -48,6 +48,7 @@ func (t *Transport) chooseSource(ctx context.Context, tk *Ticket, pool string) (
 		}
 		pk.used = time.Now()
 		pick, ok := pk.Take(func(s string) bool { return !tried[s] && !t.full[s].Equal(day) })
+		refunds := t.refunds
 		t.mu.Unlock()
 		if !ok {
 			return day.Add(24 * time.Hour).Sub(now), nil
@@ -64,9 +65,19 @@ func (t *Transport) chooseSource(ctx context.Context, tk *Ticket, pool string) (
 		}
 		if !room {
 			t.mu.Lock()
-			t.full[name] = day
-			pk.Undo(pick) // the source takes no part in the round today
+			// A count given back since the look (a delivery turned away
+			// or given up) may be this source's: then it has room again,
+			// and marking it full would keep it idle for the rest of the
+			// day with its cap not reached. Try it again instead.
+			again := t.refunds != refunds
+			if !again {
+				t.full[name] = day // the source takes no part in the round today
+			}
+			pk.Undo(pick)
 			t.mu.Unlock()
+			if again {
+				delete(tried, name)
+			}
 			continue
 		}
 		tk.source, tk.picker, tk.pick = src, pk, pick
@@ -138,6 +149,7 @@ func (t *Transport) refundWarmup(tk *Ticket) {
 	}
 	t.mu.Lock()
 	delete(t.full, tk.source.Name)
+	t.refunds++
 	t.mu.Unlock()
 	tk.warmDay = time.Time{}
 }

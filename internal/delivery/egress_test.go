@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,5 +193,81 @@ func TestPoolWarmupCountsWhatGoesOut(t *testing.T) {
 	}
 	if tk, wait, err := f.tr.Admit(ctx, warm, "b@example.test"); tk != nil || err != nil || wait <= 0 {
 		t.Errorf("Admit past the cap = %v, %s, %v; want a wait until the next day", tk, wait, err)
+	}
+}
+
+// hookCounter is a warm-up counter whose next Decr first runs a hook: the
+// moment between a delivery finding a source at its cap and its marking
+// the source full for the day.
+type hookCounter struct {
+	mu     sync.Mutex
+	n      map[string]int64
+	onDecr func()
+}
+
+func (c *hookCounter) Incr(_ context.Context, key string, day time.Time, by int64, _ time.Duration) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[key+day.String()] += by
+	return c.n[key+day.String()], nil
+}
+
+func (c *hookCounter) Decr(_ context.Context, key string, day time.Time) error {
+	c.mu.Lock()
+	hook := c.onDecr
+	c.onDecr = nil
+	c.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[key+day.String()]--
+	return nil
+}
+
+// TestPoolWarmupCountGivenBackMeanwhile: a delivery finds ip-3 at its cap
+// while another, admitted with the last place, is turned away and gives
+// its count back. ip-3 has room again: the first takes that place,
+// instead of marking ip-3 full for the rest of the day with one message
+// of its cap unsent (the deliveries after it would all have waited for
+// the next day: a flake of TestEgressWarmup on PostgreSQL).
+func TestPoolWarmupCountGivenBackMeanwhile(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2025, 3, 1, 18, 0, 0, 0, time.UTC) // day 0: ip-3 may send 3
+	cfg, err := egress.Parse(egressFile + "\n[pool.\"warm\"]\nentries = [{name = \"ip-3\"}]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := &hookCounter{n: map[string]int64{}}
+	f := setup(t, smtptest.Config{}, func(c *delivery.Config) {
+		c.Egress = cfg
+		c.Now = func() time.Time { return now }
+		c.Warmup = counter
+	})
+	f.dns.AddMX("example.test", 10, "mx.example.test")
+	f.dns.AddA("mx.example.test", "127.0.0.1")
+	warm := delivery.Route{Mode: delivery.ModeDirect, Pool: "warm"}
+	ctx := context.Background()
+	var held []*delivery.Ticket
+	for i := range 3 {
+		tk, _, err := f.tr.Admit(ctx, warm, "b@example.test")
+		if tk == nil || err != nil {
+			t.Fatalf("Admit %d of the day's 3 = %v, %v", i+1, tk, err)
+		}
+		held = append(held, tk)
+	}
+	// The fourth finds the cap reached; as it takes its count back, the
+	// third is released unsent and gives its own back.
+	counter.onDecr = func() { held[2].Release() }
+	fourth, wait, err := f.tr.Admit(ctx, warm, "b@example.test")
+	if fourth == nil || err != nil {
+		t.Fatalf("Admit with a place given back meanwhile = %v, wait %s, %v; want the place", fourth, wait, err)
+	}
+	if tk, wait, err := f.tr.Admit(ctx, warm, "b@example.test"); tk != nil || err != nil || wait <= 0 {
+		t.Errorf("Admit past the cap = %v, %s, %v; want a wait until the next day", tk, wait, err)
+	}
+	for _, tk := range []*delivery.Ticket{held[0], held[1], fourth} {
+		tk.Release()
 	}
 }

@@ -191,6 +191,9 @@ type Transport struct {
 	closing chan struct{}        // closed by Close
 	pickers map[string]*picker   // site and pool → its round robin
 	full    map[string]time.Time // source → the UTC day its warm-up cap was reached
+	// refunds counts warm-up counts given back (refundWarmup): a source
+	// found at its cap is marked full only if none came back meanwhile.
+	refunds uint64
 }
 
 // New checks cfg, fills in its defaults and returns a Transport.
